@@ -81,6 +81,52 @@ def control_accuracy(lm, name: str, split: str, tasks: str, out: Path) -> dict:
     return result
 
 
+def decision_rule_accuracy(lm, memory: str, split: str, tasks: str, out: Path) -> dict:
+    """Teacher-forced accuracy under the agent's rule (mean log-prob per candidate token) and under the sum.
+
+    Both come from the same forward (sum = mean x candidate length), so the gap isolates what length
+    normalisation does to the model's choices: it favours long candidates whose tail tokens are predictable
+    ("take pencil 2 from shelf 1") over short ones with one uncertain token ("go to shelf 2").
+    """
+    from workbench.agents.loop import Agent
+    from workbench.eval.memory_base import expert_trajectories_for
+    from workbench.eval.runner import build_policy
+
+    path = out / "decision_rules.json"
+    key = {"model": lm.name, "memory": memory, "split": split, "tasks": tasks}
+    if path.exists() and json.loads(path.read_text()).get("key") == key:
+        return json.loads(path.read_text())["result"]
+    by_id = {t.task_id: t for t in select_tasks(RunConfig(out=str(out), split=split, tasks=tasks))}
+    agent, policy = Agent.from_model(lm), build_policy(memory)
+    n = hit_mean = hit_sum = 0
+    kinds: dict[str, list[int]] = {}
+    for traj in [e for e in expert_trajectories_for(split) if e.task_id in by_id]:
+        agent.scorer.reset()
+        policy.begin(by_id[traj.task_id], traj.goal, traj.initial_observation)
+        for k, step in enumerate(traj.steps):
+            cands = list(traj.meta["admissible"][k])
+            if step.action not in cands:
+                continue
+            block = policy.memory(k, list(traj.steps[:k]))
+            prompt = agent.builder.build(traj.initial_observation, traj.goal, traj.steps[:k], memory=block.pieces,
+                                         final_observation=step.observation if k else None)
+            res = agent.decide(prompt, cands)
+            sums = [m * len(agent.scorer.encode_candidate(c)) for m, c in zip(res.scores, cands)]
+            gold = cands.index(step.action)
+            by_mean, by_sum = res.best == gold, max(range(len(sums)), key=lambda i: (sums[i], -i)) == gold
+            n, hit_mean, hit_sum = n + 1, hit_mean + by_mean, hit_sum + by_sum
+            kinds.setdefault(step.action.split()[0], [0, 0, 0])
+            kinds[step.action.split()[0]][0] += 1
+            kinds[step.action.split()[0]][1] += by_mean
+            kinds[step.action.split()[0]][2] += by_sum
+    result = {"n_steps": n, "accuracy_mean_rule": hit_mean / max(1, n), "accuracy_sum_rule": hit_sum / max(1, n),
+              "by_verb": {v: {"n": c[0], "mean_rule": round(c[1] / c[0], 3), "sum_rule": round(c[2] / c[0], 3)}
+                          for v, c in sorted(kinds.items())}}
+    out.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"key": key, "result": result}, indent=1))
+    return result
+
+
 def evaluation_markdown(summaries: dict[str, dict]) -> str:
     """The model card's evaluation section from the ``summary.json`` of each evaluated model."""
     conds = ["none", "icl", "traj", "other_type", "random_same"]
@@ -123,6 +169,8 @@ def main() -> None:
     ap.add_argument("--controls", nargs="*", default=[], help="other_type random_same")
     ap.add_argument("--episode-tasks", default="0:134:7", help="'none' to skip episodes")
     ap.add_argument("--episode-conditions", nargs="*", default=["none", "traj"])
+    ap.add_argument("--rules", nargs="*", default=[], help="memory conditions for the mean-vs-sum decision-rule "
+                    "diagnostic (teacher-forced, on --tf-tasks)")
     ap.add_argument("--max-steps", type=int, default=50)
     ap.add_argument("--runs", default=None, help="default runs/agent_eval/<model>")
     ap.add_argument("--threads", type=int, default=1)
@@ -159,8 +207,12 @@ def main() -> None:
         summary["teacher_forced"][name] = control_accuracy(lm, name, a.split, a.tf_tasks, runs / name)
         summary["wall_s"][f"tf_{name}"] = round(time.perf_counter() - t0, 1)
         print("tf", name, json.dumps(summary["teacher_forced"][name]), flush=True)
+    summary["decision_rules"] = {}
+    for cond in a.rules:
+        summary["decision_rules"][cond] = decision_rule_accuracy(lm, cond, a.split, a.tf_tasks, runs / f"rules_{cond}")
+        print("rules", cond, json.dumps(summary["decision_rules"][cond]), flush=True)
     old = json.loads((runs / "summary.json").read_text()) if (runs / "summary.json").exists() else {}
-    for k in ("teacher_forced", "episodes", "wall_s"):
+    for k in ("teacher_forced", "episodes", "wall_s", "decision_rules"):
         summary[k] = old.get(k, {}) | summary[k]
     runs.mkdir(parents=True, exist_ok=True)
     (runs / "summary.json").write_text(json.dumps(summary, indent=1))

@@ -72,13 +72,13 @@ write("notebooks/02_retrieval_heads.ipynb", [
          "from workbench.reporting import Reports\nfrom workbench.viz import head_ablation_figure, head_scores_figure"),
     params('models = ["smollm2-135m-instruct"]\nsupervision_split = "valid_seen"\nsupervision_tasks = "0:4"\n'
            'supervision_episode_tasks = ""\nmax_pairs = 12\nanalyzer = "template"\nsplit = "valid_unseen"\n'
-           'tf_tasks = "0:2"\nepisode_tasks = ""\nmax_steps = 3\ntop_k = 5\nn_random = 2\nprofile = "smoke"\n'
+           'tf_tasks = "0:2"\nepisode_tasks = ""\nmax_steps = 3\ntop_k = 5\nmask_k = 5\nn_random = 2\nprofile = "smoke"\n'
            'reports_dir = "../runs/nb-smoke/reports"\nruns_dir = "../runs/nb-smoke"'),
     code('reports = Reports(reports_dir, "02_retrieval_heads", parameters=dict(models=models,\n'
          '    supervision_split=supervision_split, supervision_tasks=supervision_tasks,\n'
          '    supervision_episode_tasks=supervision_episode_tasks, max_pairs=max_pairs, analyzer=analyzer, split=split,\n'
-         '    tf_tasks=tf_tasks, episode_tasks=episode_tasks, max_steps=max_steps, top_k=top_k, n_random=n_random,\n'
-         '    profile=profile))\n'
+         '    tf_tasks=tf_tasks, episode_tasks=episode_tasks, max_steps=max_steps, top_k=top_k, mask_k=mask_k,\n'
+         '    n_random=n_random, profile=profile))\n'
          'lms = {name: lm for name in models if (lm := try_load_model(name)) is not None}\n'
          'folders = {name: f"{runs_dir}/02_retrieval_heads/{name}" for name in lms}\n'
          'list(lms)'),
@@ -98,8 +98,9 @@ write("notebooks/02_retrieval_heads.ipynb", [
     code('top = pd.DataFrame({name: [f"L{layer}.H{head}" for layer, head in s.top_k(top_k)] for name, s in scores.items()},\n'
          '                   index=pd.RangeIndex(1, top_k + 1, name="rank"))\n'
          'reports.table(top, "top_heads")\ntop'),
-    md("## Figure 2: masking the top-k heads vs k random heads"),
-    code('ablation = {name: head_ablation(lm, scores[name].top_k(top_k), split, tf_tasks, folders[name],\n'
+    md("## Figure 2: masking the top-k heads vs k random heads\n\n`mask_k` heads are masked (the paper masks "
+       "10 of Qwen-2.5-7B's 784 heads and 5 of Llama-3.1-8B's 1024; SmolLM2-135M has 270)."),
+    code('ablation = {name: head_ablation(lm, scores[name].top_k(mask_k), split, tf_tasks, folders[name],\n'
          '                              episode_tasks=episode_tasks, max_steps=max_steps, n_random=n_random)\n'
          '            for name, lm in lms.items()}\n'
          'for name, result in ablation.items():\n'
@@ -109,6 +110,7 @@ write("notebooks/02_retrieval_heads.ipynb", [
     code('table = pd.concat({name: result.table() for name, result in ablation.items()}, names=["model"])\n'
          'reports.table(table, f"head_masking_{split}")\n'
          'reports.metrics({name: {"supervision": supervision_summary(supervision[name]), "top_heads": scores[name].top_k(top_k),\n'
+         '                        "masked_heads": scores[name].top_k(mask_k),\n'
          '                        **ablation[name].metrics()} for name in lms})\n'
          'table'),
 ])

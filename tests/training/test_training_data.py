@@ -129,3 +129,40 @@ def test_search_noise_stays_in_the_history_but_is_not_imitated(builder):
     ex = build_examples(noisy, builder, None)[0]
     assert [s.action for s in ex.steps] == traj.actions()
     assert "> look\n" in builder.tokenizer.decode(ex.prefix) and "> close drawer 1\n" in builder.tokenizer.decode(ex.prefix)
+
+
+def test_negatives_are_scored_exactly_as_the_agent_scores_candidates(builder, smol_tokenizer):
+    """Candidate scores from the packed forward = ActionScorer's mean log-prob per token, step by step."""
+    from workbench.models.loading import wrap
+    from workbench.training.trainer import example_losses
+
+    traj = make_traj()
+    ex = build_examples(traj, builder, make_memory(), negatives=4, seed=0)[0]
+    assert all(len(s.negatives) == 4 for s in ex.steps)
+    lm = wrap(tiny_llama(smol_tokenizer), smol_tokenizer, name="tiny", hf_id="meta-llama/Llama-3.2-1B")
+    scorer = ActionScorer(lm, reuse_cache=False)
+    with torch.no_grad():
+        out = example_losses(lm.hf_model, ex)
+    assert out.n_cand_steps == len(ex.steps)
+    for k, (s, packed) in enumerate(zip(ex.steps, out.scores)):
+        names = [s.action] + [smol_tokenizer.decode(n[:-1]) for n in s.negatives]
+        assert all(n in traj.meta["admissible"][k] for n in names)
+        alone = scorer.score(list(ex.prefix[: s.prefix_len]), list(ex.suffix), names).scores
+        assert max(abs(a - b) for a, b in zip(alone, packed)) < 1e-4, (k, alone, packed)
+    # the negatives change nothing for the expert tokens' loss
+    plain = build_examples(traj, builder, make_memory())[0]
+    with torch.no_grad():
+        assert abs(example_losses(lm.hf_model, plain).nll.item() - out.nll.item()) < 1e-3
+
+
+def test_negatives_are_other_admissible_commands_drawn_per_step(builder):
+    traj = make_traj()
+    from workbench.training.data import sample_negatives
+
+    for k, step in enumerate(traj.steps):
+        negs = sample_negatives(traj, k, 3, seed=(0, 1))
+        assert len(negs) == 3 and step.action not in negs and set(negs) <= set(traj.meta["admissible"][k])
+        assert negs == sample_negatives(traj, k, 3, seed=(0, 1))
+    assert sample_negatives(traj.model_copy(update={"meta": {}}), 0, 3) == []
+    assert any(sample_negatives(traj, k, 3, seed=(0, 1)) != sample_negatives(traj, k, 3, seed=(0, 2))
+               for k in range(traj.n_steps))

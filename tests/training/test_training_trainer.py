@@ -95,3 +95,15 @@ def test_schedule_warms_up_then_decays():
     lrs = [lr_at(cfg, u) for u in range(20)]
     assert lrs[:4] == [0.25, 0.5, 0.75, 1.0]
     assert all(a >= b for a, b in zip(lrs[3:], lrs[4:])) and lrs[-1] >= 0.1
+
+
+def test_candidate_loss_trains_the_agents_decision_rule(smol_tokenizer, tmp_path):
+    b = PromptBuilder(smol_tokenizer, 8192)
+    exs = [build_examples(make_traj(n_steps=7), b, make_memory(), negatives=5, seed=0)]
+    cfg = _cfg(updates=10, accum=1, negatives=5, cand_weight=1.0)
+    tr = Trainer(add_lora(tiny_llama(smol_tokenizer), cfg), cfg, lambda i: exs[0], val_sets={"val": exs[0]},
+                 progress=False)
+    log = tr.fit()
+    assert log.train[-1]["cand_loss"] < 0.5 * log.train[0]["cand_loss"]
+    assert log.train[-1]["cand_acc"] > log.train[0]["cand_acc"]
+    assert log.val[-1]["acc"] >= log.val[0]["acc"] and "acc" in log.val[0]

@@ -25,9 +25,13 @@ def make_traj(task_id: str = "valid_train/pick_clean_then_place_in_recep-Apple-N
               n_steps: int = 7, source: str = "planner", **overrides: Any) -> Trajectory:
     obs = [ROOM] + [o for _, o in STEPS[:n_steps]]
     steps = tuple(Step(observation=obs[k], action=a) for k, (a, _) in enumerate(STEPS[:n_steps]))
+    places = ["go to cabinet 1", "go to countertop 1", "go to fridge 1", "go to sinkbasin 1", "look", "inventory"]
+    admissible = [sorted(set(places + [a, "examine countertop 1", "take knife 2 from countertop 1"]))
+                  for a, _ in STEPS[:n_steps]]
     fields: dict[str, Any] = dict(task_id=task_id, task_type="clean", goal="put a clean apple in fridge.",
                                   initial_observation=ROOM, steps=steps, success=True, source=source,
-                                  split=task_id.split("/")[0], meta={"final_observation": obs[-1]})
+                                  split=task_id.split("/")[0],
+                                  meta={"final_observation": obs[-1], "admissible": admissible})
     fields.update(overrides)
     return Trajectory(**fields)
 

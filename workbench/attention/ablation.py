@@ -240,7 +240,9 @@ def run_head_ablation(
                "episodes": [t.task_id for t in episode_tasks], "max_steps": max_steps,
                "policy": type(policies[cond.memory]).__name__}
         key = json.loads(json.dumps(key))  # tuples -> lists, as they read back
-        path = Path(cache_dir) / f"{cond.group}-{cond.seed if cond.seed is not None else 0}.json" if cache_dir else None
+        # Unmasked arms do not depend on k: they are shared by ablations of any k.
+        stem = cond.group if not cond.heads else f"{cond.group}-k{len(top)}-{cond.seed or 0}"
+        path = Path(cache_dir) / f"{stem}.json" if cache_dir else None
         if path is not None and path.exists():
             cached = json.loads(path.read_text())
             if cached.get("key") == key:

@@ -51,7 +51,14 @@ def write_model_card(folder: str | Path, record: dict, adapter: dict, evaluation
     """
     cfg, data = record["config"], record["data"]
     val = record.get("val", [])
-    val_rows = "\n".join(f"| {v['update']} | {v.get('name', '')} | {v['loss']:.3f} |" for v in val)
+    val_rows = "\n".join(
+        f"| {v['update']}{' (base)' if v['update'] == 0 else ''} | {v.get('name', '')} | {v['loss']:.3f} | "
+        f"{v['acc']:.1%} |" if "acc" in v else f"| {v['update']} | {v.get('name', '')} | {v['loss']:.3f} | – |"
+        for v in val)
+    cand = (f"; candidate loss weight {cfg['cand_weight']} over {cfg['negatives']} sampled admissible commands per "
+            "step" if cfg.get("cand_weight") else "")
+    after = (" Computed after training (`--validate-only`); validation never steers training."
+             if record.get("val_computed_after_training") else "")
     hc = data.get("handcoded_expert") or {}
     val_s = record.get("val_s", max(0.0, record["train_wall_s"] - record["updates_s"]))
     val_time = f"; validation {val_s / 60:.1f} min" if val else ""
@@ -72,7 +79,9 @@ Regenerate: `make train-agent` (`python -m workbench.training.train --out {recor
 - Planner replays: {data['planner_trajectories']} successful trajectories.
 - Handcoded search: {data['handcoded_trajectories']} successful trajectories ({hc_line}).
 - Layout: exactly the agent's prompt (`PromptBuilder` + `render_pieces`); the target at step k is the expert's
-  action tokens + `<|im_end|>` (what `ActionScorer` scores); loss on those tokens only.
+  action tokens + `<|im_end|>` (what `ActionScorer` scores); loss on those tokens only. The handcoded
+  searcher's `look` (its fallback when a proposal maps to no command), `close X` and `inventory` stay in the
+  history but are not imitated.
 - Memory: with probability {1 - data['p_no_memory']:.0%} the prompt carries the trajectory of a *different*
   game of the same task type, drawn among the top {data['memory_top_k']} MiniLM-retrieved entries of the
   valid_train planner memory base (own game excluded); otherwise no memory (ReAct condition).
@@ -84,7 +93,7 @@ Regenerate: `make train-agent` (`python -m workbench.training.train --out {recor
 | | |
 |---|---|
 | LoRA | r={cfg['lora_r']}, alpha={cfg['lora_alpha']}, dropout={cfg['lora_dropout']}, modules {', '.join(cfg['target_modules'])} (all {record.get('n_layers', '?')} layers) |
-| optimizer | AdamW, lr {cfg['lr']} (warm-up {cfg['warmup']} updates, cosine to {cfg['min_lr_ratio']}×), grad clip {cfg['max_grad_norm']} |
+| optimizer | AdamW, lr {cfg['lr']} (warm-up {cfg['warmup']} updates, cosine to {cfg['min_lr_ratio']}×), grad clip {cfg['max_grad_norm']}{cand} |
 | updates | {cfg['updates']} × {cfg['accum']} trajectories = {cfg['updates'] * cfg['accum']} trajectory passes ({data['epochs']} epochs) |
 | seed | {cfg['seed']} |
 | wall time | {record['updates_s'] / 60:.1f} min for the {len(record['train'])} updates, {record['threads']} CPU thread(s) (the 2-core machine was shared with other jobs), torch {record['torch']}{val_time} |
@@ -93,11 +102,17 @@ Regenerate: `make train-agent` (`python -m workbench.training.train --out {recor
 ### Train loss (mean NLL per action token)
 {_curve(record['train'])}
 
-### Validation loss (valid_seen planner trajectories, tasks {data['val_tasks']}: {data['val_trajectories']} games)
-| update | memory | loss |
-|---|---|---|
+### Validation (valid_seen planner trajectories, tasks {data['val_tasks']}: {data['val_trajectories']} games)
+Loss: mean NLL per action token. Accuracy: the expert's command scores highest among all admissible commands
+(mean log-prob per token, as the agent decides): teacher-forced accuracy. Update 0 is the base model (the
+LoRA adapter starts as the identity).{after}
+
+| update | memory | loss | accuracy |
+|---|---|---|---|
 {val_rows}
 """
+    if record.get("notes"):
+        text += "\n### Notes\n" + "\n".join(f"- {n}" for n in record["notes"]) + "\n"
     if evaluation:
         text += "\n" + evaluation.strip() + "\n"
     path = Path(folder) / CARD_FILE

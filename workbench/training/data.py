@@ -35,7 +35,7 @@ from workbench.prompts.layout import PromptBuilder
 
 __all__ = [
     "StepTarget", "PackedExample", "PackedBatch", "MemorySampler", "encode_target", "build_examples",
-    "pack", "unpacked_step", "imitated", "training_trajectories", "handcoded_report", "epoch_order", "HANDCODED_FILE",
+    "pack", "unpacked_step", "imitated", "sample_negatives", "training_trajectories", "handcoded_report", "epoch_order", "HANDCODED_FILE",
 ]
 
 HANDCODED_FILE = Path(__file__).resolve().parents[1] / "assets" / "alfworld" / "handcoded_valid_train.jsonl"
@@ -54,11 +54,16 @@ def imitated(action: str) -> bool:
 
 @dataclass(frozen=True)
 class StepTarget:
-    """One supervised decision: its prompt is ``prefix[:prefix_len] + suffix``, its target the action tokens."""
+    """One supervised decision: its prompt is ``prefix[:prefix_len] + suffix``, its target the action tokens.
+
+    ``negatives`` are other admissible commands of that step (tokens + ``<|im_end|>``), scored like the target
+    for the candidate loss, which trains the agent's actual decision rule (see :func:`pack`).
+    """
 
     prefix_len: int
     target: tuple[int, ...]  # action tokens + <|im_end|>
     action: str = ""
+    negatives: tuple[tuple[int, ...], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -83,11 +88,16 @@ class PackedExample:
 
     @property
     def n_tokens(self) -> int:
-        return len(self.prefix) + sum(len(self.suffix) + len(s.target) for s in self.steps)
+        return len(self.prefix) + sum(_branch_len(self.suffix, s) for s in self.steps)
 
     @property
     def n_target_tokens(self) -> int:
         return sum(len(s.target) for s in self.steps)
+
+
+def _branch_len(suffix: tuple[int, ...], s: StepTarget) -> int:
+    # a negative's last token (<|im_end|>) predicts nothing, so it is not an input
+    return len(suffix) + len(s.target) + sum(len(n) - 1 for n in s.negatives)
 
 
 @dataclass(frozen=True)
@@ -98,6 +108,8 @@ class PackedBatch:
     position_ids: torch.Tensor  # Int[Tensor, "1 pos"]
     attention_mask: torch.Tensor  # Float[Tensor, "1 1 query_pos key_pos"], additive (0 or finfo.min)
     labels: torch.Tensor  # Int[Tensor, "1 pos"]: the token position i must predict, IGNORE elsewhere
+    # per step with negatives: ((positions predicting each token, tokens) of the target, then of each negative)
+    candidates: tuple[tuple[tuple[tuple[int, ...], tuple[int, ...]], ...], ...] = ()
 
 
 def encode_target(tokenizer: Any, action: str, end_token: str = "<|im_end|>") -> tuple[int, ...]:
@@ -139,17 +151,30 @@ class MemorySampler:
         return rng.choice(hits)[0] if hits else None
 
 
+def sample_negatives(traj: Trajectory, k: int, n: int, seed: object = 0) -> list[str]:
+    """Up to ``n`` admissible commands of step ``k`` other than the expert's (uniform, seeded per step)."""
+    adm = traj.meta.get("admissible") or []
+    if n <= 0 or k >= len(adm):
+        return []
+    pool = sorted(set(adm[k]) - {traj.steps[k].action})
+    rng = random.Random(_stable_seed(seed, traj.task_id, traj.source, k))
+    return rng.sample(pool, min(n, len(pool)))
+
+
 def build_examples(
     traj: Trajectory,
     builder: PromptBuilder,
     memory: MemoryEntry | None = None,
     max_pack_tokens: int = 4096,
+    negatives: int = 0,
+    seed: object = 0,
 ) -> list[PackedExample]:
     """Pack the imitated steps of ``traj`` into as few examples as fit ``max_pack_tokens`` each.
 
     Each step is built by ``builder.build`` with the arguments the agent loop passes, so the layout is the
     agent's by construction. A step whose prefix does not extend the current example's prefix (the
-    builder dropped history to fit the context) starts a new example.
+    builder dropped history to fit the context) starts a new example. ``negatives`` other admissible
+    commands per step (from ``traj.meta["admissible"]``, drawn with ``seed``) ride along for the candidate loss.
     """
     tok = builder.tokenizer
     pieces = tuple(render_pieces(memory)) if memory is not None else None
@@ -171,9 +196,10 @@ def build_examples(
             final_observation=step.observation if k else None,
         )
         suffix = built.suffix
-        target = StepTarget(len(built.prefix), encode_target(tok, step.action), step.action)
+        negs = tuple(encode_target(tok, a) for a in sample_negatives(traj, k, negatives, seed))
+        target = StepTarget(len(built.prefix), encode_target(tok, step.action), step.action, negs)
         extends = built.prefix[: len(cur_prefix)] == cur_prefix
-        branch = sum(len(suffix) + len(s.target) for s in cur_steps) + len(suffix) + len(target.target)
+        branch = sum(_branch_len(suffix, s) for s in cur_steps + [target])
         if cur_steps and (not extends or len(built.prefix) + branch > max_pack_tokens):
             flush()
             cur_steps = []
@@ -192,6 +218,7 @@ def pack(ex: PackedExample) -> PackedBatch:
     n = ex.n_tokens
     allowed = torch.zeros(n, n, dtype=torch.bool)  # [query_pos, key_pos]
     allowed[:P, :P] = torch.ones(P, P, dtype=torch.bool).tril()
+    cands = []
     for s in ex.steps:
         branch = list(ex.suffix) + list(s.target)
         start, L = len(toks), len(branch)
@@ -205,11 +232,27 @@ def pack(ex: PackedExample) -> PackedBatch:
         for j, t in enumerate(s.target):
             lab[len(ex.suffix) - 1 + j] = t
         labels.extend(lab)
+        if not s.negatives:
+            continue
+        q = start + len(ex.suffix) - 1  # q_t of this step, shared by every candidate
+        step_cands = [(tuple(range(q, q + len(s.target))), s.target)]
+        for neg in s.negatives:
+            # a negative hangs off this step's suffix like a trie branch: it sees prefix_k, the suffix and
+            # itself, at the positions it would have alone (what the scorer does for every candidate)
+            nstart, nL = len(toks), len(neg) - 1
+            allowed[nstart:nstart + nL, : s.prefix_len] = True
+            allowed[nstart:nstart + nL, start:start + len(ex.suffix)] = True
+            allowed[nstart:nstart + nL, nstart:nstart + nL] = torch.ones(nL, nL, dtype=torch.bool).tril()
+            toks.extend(neg[:-1])
+            pos.extend(range(s.prefix_len + len(ex.suffix), s.prefix_len + len(ex.suffix) + nL))
+            labels.extend([IGNORE] * nL)
+            step_cands.append(((q,) + tuple(range(nstart, nstart + nL)), neg))
+        cands.append(tuple(step_cands))
     mask = torch.zeros(n, n)
     mask.masked_fill_(~allowed, torch.finfo(torch.float32).min)
     return PackedBatch(
         input_ids=torch.tensor([toks]), position_ids=torch.tensor([pos]),
-        attention_mask=mask[None, None], labels=torch.tensor([labels]),
+        attention_mask=mask[None, None], labels=torch.tensor([labels]), candidates=tuple(cands),
     )
 
 

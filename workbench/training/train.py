@@ -71,7 +71,7 @@ def load_base(name: str = "smollm2-135m-instruct", attn: str = "sdpa") -> tuple[
     return model, tok, int(model.config.max_position_embeddings)
 
 
-def build_stream(trajs: list, builder: Any, sampler: MemorySampler, dcfg: DataConfig, seed: int):
+def build_stream(trajs: list, builder: Any, sampler: MemorySampler, dcfg: DataConfig, seed: int, negatives: int = 0):
     """Trajectory slot i -> packed examples: epoch e = i // n visits the trajectories in a seeded order."""
     n = len(trajs)
     orders: dict[int, list[int]] = {}
@@ -80,7 +80,7 @@ def build_stream(trajs: list, builder: Any, sampler: MemorySampler, dcfg: DataCo
         epoch, j = divmod(i, n)
         order = orders.setdefault(epoch, epoch_order(n, epoch, seed))
         traj = trajs[order[j]]
-        return build_examples(traj, builder, sampler(traj, epoch), dcfg.max_pack_tokens)
+        return build_examples(traj, builder, sampler(traj, epoch), dcfg.max_pack_tokens, negatives, (seed, epoch))
 
     return stream
 
@@ -93,10 +93,11 @@ def validation_sets(builder: Any, retriever: Any, dcfg: DataConfig) -> dict[str,
     ids = {t.task_id for t in select_tasks(RunConfig(out="", split="valid_seen", tasks=dcfg.val_tasks))}
     trajs = [t for t in expert_trajectories_for("valid_seen") if t.task_id in ids and t.success and t.steps]
     out: dict[str, list[PackedExample]] = {"traj": [], "none": []}
+    every = 10**6  # every admissible command as a negative: the accuracy is the teacher-forced accuracy
     for t in trajs:
         hits = retriever.retrieve(t.goal, t.task_id, t.task_type or None, k=1)
-        out["traj"] += build_examples(t, builder, hits[0][0] if hits else None, dcfg.max_pack_tokens)
-        out["none"] += build_examples(t, builder, None, dcfg.max_pack_tokens)
+        out["traj"] += build_examples(t, builder, hits[0][0] if hits else None, 10**6, every)
+        out["none"] += build_examples(t, builder, None, 10**6, every)
     return out
 
 
@@ -115,6 +116,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--warmup", type=int, default=c.warmup)
     p.add_argument("--r", type=int, default=c.lora_r)
     p.add_argument("--alpha", type=int, default=c.lora_alpha)
+    p.add_argument("--negatives", type=int, default=c.negatives, help="admissible non-expert commands per step")
+    p.add_argument("--cand-weight", type=float, default=c.cand_weight, help="weight of the candidate loss")
     p.add_argument("--eval-every", type=int, default=c.eval_every,
                    help="updates between validation losses (0: only at the start and the end)")
     p.add_argument("--checkpoint-every", type=int, default=c.checkpoint_every)
@@ -142,18 +145,24 @@ def _train(a: argparse.Namespace) -> int:
 
     t_start = time.perf_counter()
     cfg = TrainConfig(seed=a.seed, updates=a.updates, accum=a.accum, lr=a.lr, warmup=a.warmup, lora_r=a.r,
-                      lora_alpha=a.alpha, eval_every=a.eval_every, checkpoint_every=a.checkpoint_every)
+                      lora_alpha=a.alpha, negatives=a.negatives, cand_weight=a.cand_weight,
+                      eval_every=a.eval_every, checkpoint_every=a.checkpoint_every)
     dcfg = _data_config(a)
     out = Path(a.out)
     ckpt = Path(a.checkpoints or Path("runs") / "train" / out.name)
     model, tok, n_ctx = load_base(a.base)
     builder = PromptBuilder(tok, n_ctx)
+    if dcfg.handcoded and not HANDCODED_FILE.exists():
+        raise FileNotFoundError(
+            f"{HANDCODED_FILE} is missing: generate it with `workbench experts --split valid_train --kind handcoded "
+            f"--tries 2 --out {HANDCODED_FILE}` (~15 min), or train on planner trajectories only (--no-handcoded)"
+        )
     planner = expert_trajectories_for("valid_train")
     trajs = training_trajectories(planner, HANDCODED_FILE if dcfg.handcoded else None)
     base = default_memory_base("valid_train")
     retriever = get_retriever(dcfg.retriever, base)
     sampler = MemorySampler(retriever, dcfg.p_no_memory, dcfg.memory_top_k, seed=cfg.seed)
-    stream = build_stream(trajs, builder, sampler, dcfg, cfg.seed)
+    stream = build_stream(trajs, builder, sampler, dcfg, cfg.seed, cfg.negatives)
     peft_model = add_lora(model, cfg)
     val = None if dcfg.val_tasks == "none" else (lambda: validation_sets(builder, retriever, dcfg))
     trainer = Trainer(peft_model, cfg, stream, val_sets=val, ckpt_dir=ckpt)
@@ -207,7 +216,7 @@ def _validate_only(a: argparse.Namespace) -> int:
     from workbench.eval.memory_base import default_memory_base
     from workbench.memory.retrieval import get_retriever
     from workbench.prompts.layout import PromptBuilder
-    from workbench.training.trainer import evaluate_loss
+    from workbench.training.trainer import evaluate
 
     t0 = time.perf_counter()
     out = Path(a.out)
@@ -220,8 +229,10 @@ def _validate_only(a: argparse.Namespace) -> int:
     rows = []
     for name, exs in val.items():
         with peft_model.disable_adapter():
-            rows.append({"update": 0, "name": name, "loss": round(evaluate_loss(peft_model, exs, progress=True), 5)})
-        rows.append({"update": final, "name": name, "loss": round(evaluate_loss(peft_model, exs, progress=True), 5)})
+            res = evaluate(peft_model, exs, progress=True)
+        rows.append({"update": 0, "name": name} | {k: round(v, 5) for k, v in res.items()})
+        res = evaluate(peft_model, exs, progress=True)
+        rows.append({"update": final, "name": name} | {k: round(v, 5) for k, v in res.items()})
     record["val"] = sorted(rows, key=lambda r: r["update"])
     record["val_s"] = round(time.perf_counter() - t0, 1)
     record["data"]["val_tasks"] = dcfg.val_tasks

@@ -25,7 +25,8 @@ from tqdm.auto import tqdm
 
 from workbench.training.data import IGNORE, PackedExample, pack
 
-__all__ = ["TrainConfig", "add_lora", "example_loss", "evaluate_loss", "Trainer", "lr_at"]
+__all__ = ["TrainConfig", "add_lora", "example_loss", "example_losses", "ExampleLosses", "evaluate", "evaluate_loss",
+           "Trainer", "lr_at"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,9 @@ class TrainConfig:
         updates: optimizer updates; each consumes ``accum`` trajectories.
         lr: peak learning rate (linear warm-up over ``warmup`` updates, cosine decay to ``lr * min_lr_ratio``).
         lora_r / lora_alpha / lora_dropout / target_modules: the LoRA adapter.
+        negatives / cand_weight: other admissible commands sampled per step, and the weight of the candidate
+            loss (cross-entropy of the expert's command among them, scored by mean log-prob per token as the
+            agent scores them); 0 trains on the expert's tokens only.
         eval_every / checkpoint_every: in updates (0: only at the end).
     """
 
@@ -51,6 +55,8 @@ class TrainConfig:
     lora_alpha: int = 32
     lora_dropout: float = 0.0
     target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
+    negatives: int = 0
+    cand_weight: float = 0.0
     eval_every: int = 80
     checkpoint_every: int = 10
     keep_checkpoints: int = 2
@@ -82,34 +88,72 @@ def add_lora(model: Any, cfg: TrainConfig) -> Any:
     return get_peft_model(model, lora)
 
 
-def example_loss(model: Any, ex: PackedExample) -> tuple[torch.Tensor, int]:
-    """(sum of target-token NLL, number of target tokens) of one packed example.
+@dataclass
+class ExampleLosses:
+    """Losses of one packed example (sums, so an update can normalise over all its examples)."""
 
-    The LM head runs on the target-predicting positions only: most of a packed sequence is prompt, and the
-    49k-way head would otherwise be a fifth of the forward.
+    nll: torch.Tensor  # sum of target-token NLL
+    n_tokens: int
+    cand: torch.Tensor  # sum over steps with negatives of -log softmax(candidate scores)[expert]
+    n_cand_steps: int = 0
+    cand_correct: int = 0  # steps where the expert's command has the highest score (the agent's choice)
+    scores: list = field(default_factory=list)  # per step: mean log-prob per token of [expert, *negatives]
+
+
+def example_losses(model: Any, ex: PackedExample) -> ExampleLosses:
+    """Target-token NLL and, for steps with negatives, the candidate loss of one packed example.
+
+    The LM head runs on the positions that predict a scored token only: most of a packed sequence is prompt,
+    and the 49k-way head would otherwise be a fifth of the forward.
     """
     b = pack(ex)
     inner = model.get_base_model() if hasattr(model, "get_base_model") else model
     hidden = inner.model(input_ids=b.input_ids, attention_mask=b.attention_mask,
                          position_ids=b.position_ids).last_hidden_state  # [1, pos, d_model]
     sel = (b.labels[0] != IGNORE).nonzero().squeeze(-1)
-    logits = inner.lm_head(hidden[0, sel]).float()  # [n_target, d_vocab]
-    nll = torch.nn.functional.cross_entropy(logits, b.labels[0, sel], reduction="sum")
-    return nll, int(sel.numel())
+    if not b.candidates:
+        logits = inner.lm_head(hidden[0, sel]).float()  # [n_target, d_vocab]
+        nll = torch.nn.functional.cross_entropy(logits, b.labels[0, sel], reduction="sum")
+        return ExampleLosses(nll, int(sel.numel()), nll.new_zeros(()))
+    need = sorted(set(sel.tolist()) | {p for step in b.candidates for ps, _ in step for p in ps})
+    row = {p: i for i, p in enumerate(need)}
+    logp = torch.log_softmax(inner.lm_head(hidden[0, need]).float(), dim=-1)  # [n_needed, d_vocab]
+    nll = -logp[[row[p] for p in sel.tolist()], b.labels[0, sel]].sum()
+    cand, correct, scores = nll.new_zeros(()), 0, []
+    for step in b.candidates:
+        s = torch.stack([logp[[row[p] for p in ps], list(toks)].mean() for ps, toks in step])  # [n_candidates]
+        cand = cand - torch.log_softmax(s, dim=0)[0]
+        correct += int(s.argmax().item() == 0)
+        scores.append(s.detach().tolist())
+    return ExampleLosses(nll, int(sel.numel()), cand, len(b.candidates), correct, scores)
+
+
+def example_loss(model: Any, ex: PackedExample) -> tuple[torch.Tensor, int]:
+    """(sum of target-token NLL, number of target tokens) of one packed example."""
+    out = example_losses(model, ex)
+    return out.nll, out.n_tokens
 
 
 @torch.no_grad()
-def evaluate_loss(model: Any, examples: Sequence[PackedExample], desc: str = "val", progress: bool = False) -> float:
-    """Mean NLL per target token over ``examples`` (eval mode, no gradients)."""
+def evaluate(model: Any, examples: Sequence[PackedExample], desc: str = "val", progress: bool = False) -> dict:
+    """Mean NLL per target token over ``examples`` and, where steps carry negatives, the share of steps whose
+    expert command scores highest (with every admissible command as negatives: teacher-forced accuracy)."""
     was = model.training
     model.eval()
-    tot, n = 0.0, 0
+    tot, n, steps, correct = 0.0, 0, 0, 0
     for ex in tqdm(examples, desc=desc, disable=not progress, leave=False):
-        nll, k = example_loss(model, ex)
-        tot += nll.item()
-        n += k
+        out = example_losses(model, ex)
+        tot += out.nll.item()
+        n += out.n_tokens
+        steps += out.n_cand_steps
+        correct += out.cand_correct
     model.train(was)
-    return tot / max(1, n)
+    return {"loss": tot / max(1, n)} | ({"acc": correct / steps} if steps else {})
+
+
+def evaluate_loss(model: Any, examples: Sequence[PackedExample], desc: str = "val", progress: bool = False) -> float:
+    """Mean NLL per target token over ``examples`` (eval mode, no gradients)."""
+    return evaluate(model, examples, desc, progress)["loss"]
 
 
 @dataclass
@@ -216,8 +260,8 @@ class Trainer:
 
     def _val_losses(self, update: int) -> None:
         for name, exs in self.val_sets.items():
-            loss = evaluate_loss(self.model, exs, desc=f"val {name}", progress=self.progress)
-            self.log.val.append({"update": update, "name": name, "loss": round(loss, 5)})
+            res = evaluate(self.model, exs, desc=f"val {name}", progress=self.progress)
+            self.log.val.append({"update": update, "name": name} | {k: round(v, 5) for k, v in res.items()})
 
     def fit(self, resume: bool = False) -> TrainLog:
         """Train to ``cfg.updates`` (continuing from the latest checkpoint when ``resume``)."""
@@ -234,19 +278,28 @@ class Trainer:
             lr = lr_at(cfg, self.update)
             for g in self.opt.param_groups:
                 g["lr"] = lr
+            n_cand = sum(1 for ex in exs for st in ex.steps if st.negatives)
             self.opt.zero_grad(set_to_none=True)
-            total = 0.0
+            total = cand_total = 0.0
+            correct = 0
             for ex in exs:
-                nll, _ = example_loss(self.model, ex)
-                (nll / n_tok).backward()
-                total += nll.item()
+                out = example_losses(self.model, ex)
+                loss_ex = out.nll / n_tok
+                if cfg.cand_weight and out.n_cand_steps:
+                    loss_ex = loss_ex + cfg.cand_weight * out.cand / n_cand
+                loss_ex.backward()
+                total += out.nll.item()
+                cand_total += out.cand.item()
+                correct += out.cand_correct
             torch.nn.utils.clip_grad_norm_(self.params, cfg.max_grad_norm)
             self.opt.step()
             self.update += 1
             loss = total / max(1, n_tok)
-            self.log.train.append({"update": self.update, "loss": round(loss, 5), "tokens": n_tok,
-                                   "lr": lr, "n_tokens_seq": sum(ex.n_tokens for ex in exs),
-                                   "s": round(time.perf_counter() - t_update, 2)})
+            row = {"update": self.update, "loss": round(loss, 5), "tokens": n_tok, "lr": lr,
+                   "n_tokens_seq": sum(ex.n_tokens for ex in exs)}
+            if n_cand:
+                row |= {"cand_loss": round(cand_total / n_cand, 5), "cand_acc": round(correct / n_cand, 4)}
+            self.log.train.append(row | {"s": round(time.perf_counter() - t_update, 2)})
             self.log.wall_s = round(time.perf_counter() - t0, 1)
             bar.update(1)
             bar.set_postfix(loss=f"{loss:.3f}", lr=f"{lr:.1e}")
