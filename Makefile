@@ -34,8 +34,8 @@ reproduce: install
 	$(BIN)/workbench reproduce --profile $(PROFILE)
 
 test: install install-server
-	# notebooks 02/03 (issue 4, in progress) join once they have passed nbval here
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS) tests notebooks/01_baselines.ipynb --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS) tests notebooks/01_baselines.ipynb notebooks/02_retrieval_heads.ipynb \
+		notebooks/03_utilization.ipynb --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
 
 test-fast: install
 	$(BIN)/python -m pytest -q -m "not integration" tests

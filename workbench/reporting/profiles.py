@@ -8,7 +8,8 @@ from __future__ import annotations
 
 __all__ = ["PROFILES", "notebook_parameters"]
 
-FULL_MODELS = ["smollm2-135m-instruct", "smollm2-135m-alfworld"]
+TRAINED = "smollm2-135m-alfworld"
+FULL_MODELS = ["smollm2-135m-instruct", TRAINED]
 
 PROFILES: dict[str, dict[str, dict]] = {
     "smoke": {
@@ -19,20 +20,22 @@ PROFILES: dict[str, dict[str, dict]] = {
                            "max_steps": 3, "n_examples": 2},
     },
     "default": {
-        # Episodes on 4 tasks spread over the sorted list (the untrained model plays all 50 steps: the costly
-        # case), teacher-forced accuracy on all 134 tasks (the low-variance metric).
-        "01_baselines": {"episode_tasks": "0:134:44", "tf_tasks": "all", "max_steps": 50},
-        # Supervision from teacher forcing (none vs traj) on 28 valid_seen tasks, capped at 40 pairs; the TF
-        # ablation on 14 valid_unseen tasks x 6 arms (none, ICL, Traj, top-20, 2 x random-20: on SmolLM2-135M's
-        # 270 heads masking 5 changes nothing measurable, 20 does); 03 reuses 02's heads (same supervision
-        # parameters) and runs C (top-5 heads) + the segment-masking test on 13 tasks (3 arms each).
-        "02_retrieval_heads": {"supervision_tasks": "0:140:5", "max_pairs": 40, "tf_tasks": "0:134:10",
-                               "episode_tasks": "", "max_steps": 50, "mask_k": 20, "n_random": 2},
-        "03_utilization": {"supervision_tasks": "0:140:5", "max_pairs": 40, "tf_tasks": "0:134:11",
-                           "episode_tasks": "", "max_steps": 50, "n_examples": 4},
+        # Both models. Episodes on 4 tasks spread over the sorted list (the untrained model plays all 50
+        # steps: the costly case), teacher-forced accuracy on 20 tasks (0:134:7; the low-variance metric).
+        "01_baselines": {"models": FULL_MODELS, "episode_tasks": "0:134:44", "tf_tasks": "0:134:7", "max_steps": 50},
+        # The behaviour-cloned agent (the untrained one joins under PROFILE=full). Supervision from teacher
+        # forcing (none vs traj) on 20 valid_seen tasks, capped at 30 pairs; the TF ablation on 14 valid_unseen
+        # tasks x 6 arms (none, ICL, Traj, top-20, 2 x random-20: on SmolLM2-135M's 270 heads masking 5 changes
+        # little, 20 does); 03 reuses 02's heads (same supervision parameters) and runs C (top-5 heads) + the
+        # segment-masking test on 13 tasks (3 arms each).
+        "02_retrieval_heads": {"models": [TRAINED], "supervision_tasks": "0:140:7", "max_pairs": 30,
+                               "tf_tasks": "0:134:10", "episode_tasks": "", "max_steps": 50, "mask_k": 20,
+                               "n_random": 2},
+        "03_utilization": {"models": [TRAINED], "supervision_tasks": "0:140:7", "max_pairs": 30,
+                           "tf_tasks": "0:134:11", "episode_tasks": "", "max_steps": 50, "n_examples": 4},
     },
     "full": {
-        "01_baselines": {"episode_tasks": "all", "tf_tasks": "all", "max_steps": 50},
+        "01_baselines": {"models": FULL_MODELS, "episode_tasks": "all", "tf_tasks": "all", "max_steps": 50},
         # Both models (a model whose weights are missing is skipped with a warning); task-level transitions
         # from episodes on every valid_seen task, plus step-level ones.
         "02_retrieval_heads": {"models": FULL_MODELS, "supervision_tasks": "all", "supervision_episode_tasks": "all",
