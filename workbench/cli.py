@@ -1,4 +1,4 @@
-"""``workbench run | experts | reproduce | heads | utilization``: the command line over the library."""
+"""``workbench run | merge-runs | experts | reproduce | heads | utilization``: the command line over the library."""
 
 from __future__ import annotations
 
@@ -20,6 +20,14 @@ def _cmd_run(a: argparse.Namespace) -> int:
     metrics = run(cfg, resume=a.resume)
     keys = ("n_episodes", "success_rate", "avg_steps", "memory_tokens")
     print(json.dumps({k: metrics[k] for k in keys} | {"teacher_forced": metrics.get("teacher_forced")}))
+    return 0
+
+
+def _cmd_merge_runs(a: argparse.Namespace) -> int:
+    from workbench.eval.merge import merge_runs
+
+    metrics = merge_runs(a.parts, a.out, tasks=a.tasks, allow_partial=a.allow_partial)
+    print(json.dumps({k: metrics[k] for k in ("n_episodes", "success_rate", "avg_steps", "memory_tokens")}))
     return 0
 
 
@@ -147,6 +155,13 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-teacher-forcing", action="store_true")
     r.add_argument("--decode", default="score", help="score (likelihood over admissible) | generate (Thought/Action)")
     r.set_defaults(fn=_cmd_run)
+
+    m = sub.add_parser("merge-runs", help="merge runs of disjoint task slices (same configuration) into one run")
+    m.add_argument("parts", nargs="+", help="run folders, e.g. runs/even runs/odd (played with --tasks 0:134:2, 1:134:2)")
+    m.add_argument("--tasks", default="all", help="the slice their union covers")
+    m.add_argument("--out", required=True)
+    m.add_argument("--allow-partial", action="store_true", help="merge even if some tasks have no episode yet")
+    m.set_defaults(fn=_cmd_merge_runs)
 
     e = sub.add_parser("experts", help="expert trajectories of a split (planner replay or handcoded search)")
     e.add_argument("--split", default="valid_train")
