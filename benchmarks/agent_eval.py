@@ -150,6 +150,51 @@ def evaluation_markdown(summaries: dict[str, dict]) -> str:
     return "\n".join(lines)
 
 
+def folder_table(root: Path, models: list[str], conds: list[str]) -> list[dict]:
+    """One row per (model, condition) from run folders ``root/<model>/<cond>`` (``metrics.json`` of the
+    episodes, ``teacher_forced.json``), whatever wrote them (``workbench run``, ``merge-runs``, notebook 01)."""
+    rows = []
+    for model in models:
+        for cond in conds:
+            folder = root / model / cond
+            m = json.loads((folder / "metrics.json").read_text()) if (folder / "metrics.json").exists() else {}
+            tf = (json.loads((folder / "teacher_forced.json").read_text())["result"]
+                  if (folder / "teacher_forced.json").exists() else {})
+            if not m and not tf:
+                continue
+            rows.append({"model": model, "memory": cond, "episodes": m.get("n_episodes"),
+                         "success_rate": m.get("success_rate"), "avg_steps": m.get("avg_steps"),
+                         "memory_tokens": m.get("memory_tokens"), "tf_steps": tf.get("n_steps"),
+                         "tf_accuracy": tf.get("accuracy"), "tf_mean_p_expert": tf.get("mean_p_expert"),
+                         "by_task_type": {k: v["success_rate"] for k, v in (m.get("by_task_type") or {}).items()}})
+    return rows
+
+
+def table_markdown(rows: list[dict], title: str, command: str) -> str:
+    def pct(v):
+        return "–" if v is None else f"{v:.1%}"
+
+    def num(v, f=".1f"):
+        return "–" if v is None else format(v, f)
+
+    types = sorted({t for r in rows for t in r["by_task_type"]})
+    lines = [f"# {title}", "", f"Measured with: `{command}`", "",
+             "| model | memory | episodes | success | avg steps | memory tokens | TF steps | TF accuracy | "
+             "mean p(expert) |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['model']} | {r['memory']} | {r['episodes'] or '–'} | {pct(r['success_rate'])} | "
+                     f"{num(r['avg_steps'])} | {num(r['memory_tokens'], '.0f')} | {r['tf_steps'] or '–'} | "
+                     f"{pct(r['tf_accuracy'])} | {num(r['tf_mean_p_expert'], '.3f')} |")
+    if types:
+        lines += ["", "Success by task type:", "", "| model | memory | " + " | ".join(types) + " |",
+                  "|---|---|" + "---|" * len(types)]
+        for r in rows:
+            if r["by_task_type"]:
+                lines.append(f"| {r['model']} | {r['memory']} | "
+                             + " | ".join(pct(r["by_task_type"].get(t)) for t in types) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def write_card(adapter: str, runs_root: str, models: list[str]) -> None:
     """Add the evaluation section to the adapter's MODEL_CARD.md (from its training_log.json)."""
     from workbench.training.card import adapter_summary, write_model_card
@@ -176,7 +221,22 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--card", metavar="ADAPTER_DIR", help="only write the evaluation section of this adapter's "
                     "model card from runs/agent_eval/{smollm2-135m-instruct,smollm2-135m-alfworld}/summary.json")
+    ap.add_argument("--table", metavar="OUT_MD", help="only write a markdown table (and .json) of the run folders "
+                    "--runs/<model>/<cond> for the models given by --table-models and --table-conditions")
+    ap.add_argument("--table-models", nargs="*", default=["smollm2-135m-instruct", "smollm2-135m-alfworld"])
+    ap.add_argument("--table-conditions", nargs="*", default=["none", "icl", "traj", "other_type", "random_same"])
+    ap.add_argument("--table-title", default="valid_unseen: memory conditions")
     a = ap.parse_args()
+    if a.table:
+        import sys
+
+        rows = folder_table(Path(a.runs or "runs/full/01_baselines"), a.table_models, a.table_conditions)
+        out = Path(a.table)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(table_markdown(rows, a.table_title, " ".join(["python", *sys.argv])))
+        out.with_suffix(".json").write_text(json.dumps(rows, indent=1))
+        print(out.read_text())
+        return
     if a.card:
         write_card(a.card, "runs/agent_eval", ["smollm2-135m-instruct", "smollm2-135m-alfworld"])
         return
