@@ -220,7 +220,7 @@ def main() -> None:
     ap.add_argument("--runs", default=None, help="default runs/agent_eval/<model>")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--card", metavar="ADAPTER_DIR", help="only write the evaluation section of this adapter's "
-                    "model card from runs/agent_eval/{smollm2-135m-instruct,smollm2-135m-alfworld}/summary.json")
+                    "model card from <--runs, default runs/agent_eval>/{smollm2-135m-instruct,smollm2-135m-alfworld}/summary.json")
     ap.add_argument("--table", metavar="OUT_MD", help="only write a markdown table (and .json) of the run folders "
                     "--runs/<model>/<cond> for the models given by --table-models and --table-conditions")
     ap.add_argument("--table-models", nargs="*", default=["smollm2-135m-instruct", "smollm2-135m-alfworld"])
@@ -238,7 +238,7 @@ def main() -> None:
         print(out.read_text())
         return
     if a.card:
-        write_card(a.card, "runs/agent_eval", ["smollm2-135m-instruct", "smollm2-135m-alfworld"])
+        write_card(a.card, a.runs or "runs/agent_eval", ["smollm2-135m-instruct", "smollm2-135m-alfworld"])
         return
     torch.set_num_threads(a.threads)
     from workbench.models import load_model

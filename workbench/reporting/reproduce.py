@@ -8,11 +8,21 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from workbench.eval.runner import versions
 from workbench.reporting.profiles import PROFILES, notebook_parameters
 
 __all__ = ["reproduce", "NOTEBOOKS_DIR"]
 
 NOTEBOOKS_DIR = Path(__file__).resolve().parents[2] / "notebooks"
+
+
+def machine() -> dict:
+    """What the wall times were measured on (CPU count, thread settings the kernels inherit)."""
+    import os
+    import platform
+
+    return {"cpus": os.cpu_count(), "platform": platform.platform(),
+            "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS")}
 
 
 def reproduce(profile: str = "default", reports: str = "reports", notebooks: list[str] | None = None,
@@ -42,6 +52,7 @@ def reproduce(profile: str = "default", reports: str = "reports", notebooks: lis
         timings[name] = round(time.perf_counter() - t0, 1)
     path = Path(reports) / "reproduce.json"
     old = json.loads(path.read_text()) if path.exists() else {}
-    old.update({"profile": profile, "wall_s": {**old.get("wall_s", {}), **timings}})
+    old.update({"profile": profile, "wall_s": {**old.get("wall_s", {}), **timings}, "versions": versions(),
+                "machine": machine()})
     path.write_text(json.dumps(old, indent=1) + "\n")
     return timings
