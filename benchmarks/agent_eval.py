@@ -139,12 +139,13 @@ def evaluation_markdown(summaries: dict[str, dict]) -> str:
     for model, s in summaries.items():
         tf = s.get("teacher_forced", {})
         cells = [f"{tf[c]['accuracy']:.1%}" if c in tf else "–" for c in conds]
-        lines.append(f"| {model} | {s.get('tf_tasks')} | " + " | ".join(cells) + " |")
+        n = {v["n_tasks"] for v in tf.values() if "n_tasks" in v}
+        lines.append(f"| {model} | {'/'.join(map(str, sorted(n))) or '–'} | " + " | ".join(cells) + " |")
     lines += ["", "Episodes (success rate, 50-step limit):", "", "| model | tasks | condition | success | avg steps |",
               "|---|---|---|---|---|"]
     for model, s in summaries.items():
         for cond, m in s.get("episodes", {}).items():
-            lines.append(f"| {model} | {s.get('episode_tasks')} ({m['n_episodes']}) | {cond} | "
+            lines.append(f"| {model} | {m['n_episodes']} | {cond} | "
                          f"{m['success_rate']:.1%} | {m['avg_steps']:.1f} |")
     lines += ["", "Commands: `.venv/bin/python benchmarks/agent_eval.py --model <model> ...` (see its docstring)."]
     return "\n".join(lines)
