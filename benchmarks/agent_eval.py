@@ -60,25 +60,12 @@ class RandomSameType(_StaticEntry):
 
 def control_accuracy(lm, name: str, split: str, tasks: str, out: Path) -> dict:
     """Teacher-forced accuracy under a control policy (cached in ``out/teacher_forced.json``)."""
-    from workbench.agents.loop import Agent
-    from workbench.eval.memory_base import default_memory_base, expert_trajectories_for
-    from workbench.eval.teacher_forcing import teacher_forced_accuracy
+    from workbench.eval.memory_base import default_memory_base
     from workbench.memory.retrieval import get_retriever
 
-    path = out / "teacher_forced.json"
-    key = {"model": lm.name, "memory": name, "split": split, "tasks": tasks}
-    if path.exists() and json.loads(path.read_text()).get("key") == key:
-        return json.loads(path.read_text())["result"]
     base = default_memory_base()
     policy = OtherTypeMemory(get_retriever("minilm", base)) if name == "other_type" else RandomSameType(base)
-    by_id = {t.task_id: t for t in select_tasks(RunConfig(out=str(out), split=split, tasks=tasks))}
-    experts = [e for e in expert_trajectories_for(split) if e.task_id in by_id]
-    res = teacher_forced_accuracy(Agent.from_model(lm), experts, by_id, policy)
-    result = {"accuracy": res.accuracy, "n_steps": res.n_steps, "n_tasks": len(experts),
-              "mean_p_expert": res.mean_p_expert}
-    out.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"key": key, "result": result, "per_task": res.per_task}, indent=1))
-    return result
+    return teacher_forced_for(lm, name, split, tasks, out, policy=policy)
 
 
 def decision_rule_accuracy(lm, memory: str, split: str, tasks: str, out: Path) -> dict:
@@ -91,34 +78,26 @@ def decision_rule_accuracy(lm, memory: str, split: str, tasks: str, out: Path) -
     from workbench.agents.loop import Agent
     from workbench.eval.memory_base import expert_trajectories_for
     from workbench.eval.runner import build_policy
+    from workbench.eval.teacher_forcing import teacher_forced_accuracy
 
     path = out / "decision_rules.json"
     key = {"model": lm.name, "memory": memory, "split": split, "tasks": tasks}
     if path.exists() and json.loads(path.read_text()).get("key") == key:
         return json.loads(path.read_text())["result"]
     by_id = {t.task_id: t for t in select_tasks(RunConfig(out=str(out), split=split, tasks=tasks))}
-    agent, policy = Agent.from_model(lm), build_policy(memory)
-    n = hit_mean = hit_sum = 0
-    kinds: dict[str, list[int]] = {}
-    for traj in [e for e in expert_trajectories_for(split) if e.task_id in by_id]:
-        agent.scorer.reset()
-        policy.begin(by_id[traj.task_id], traj.goal, traj.initial_observation)
-        for k, step in enumerate(traj.steps):
-            cands = list(traj.meta["admissible"][k])
-            if step.action not in cands:
-                continue
-            block = policy.memory(k, list(traj.steps[:k]))
-            prompt = agent.builder.build(traj.initial_observation, traj.goal, traj.steps[:k], memory=block.pieces,
-                                         final_observation=step.observation if k else None)
-            res = agent.decide(prompt, cands)
-            sums = [m * len(agent.scorer.encode_candidate(c)) for m, c in zip(res.scores, cands)]
-            gold = cands.index(step.action)
-            by_mean, by_sum = res.best == gold, max(range(len(sums)), key=lambda i: (sums[i], -i)) == gold
-            n, hit_mean, hit_sum = n + 1, hit_mean + by_mean, hit_sum + by_sum
-            kinds.setdefault(step.action.split()[0], [0, 0, 0])
-            kinds[step.action.split()[0]][0] += 1
-            kinds[step.action.split()[0]][1] += by_mean
-            kinds[step.action.split()[0]][2] += by_sum
+    agent = Agent.from_model(lm)
+    kinds: dict[str, list[int]] = {}  # verb -> [steps, right by mean, right by sum]
+
+    def tally(record: dict, res, cands: list[str]) -> None:
+        sums = [m * len(agent.scorer.encode_candidate(c)) for m, c in zip(res.scores, cands)]
+        gold = cands.index(record["expert"])
+        by_sum = max(range(len(sums)), key=lambda i: (sums[i], -i)) == gold
+        counts = kinds.setdefault(record["expert"].split()[0], [0, 0, 0])
+        counts[0], counts[1], counts[2] = counts[0] + 1, counts[1] + (res.best == gold), counts[2] + by_sum
+
+    experts = [e for e in expert_trajectories_for(split) if e.task_id in by_id]
+    teacher_forced_accuracy(agent, experts, by_id, build_policy(memory), progress=False, on_step=tally)
+    n, hit_mean, hit_sum = (sum(c[i] for c in kinds.values()) for i in range(3))
     result = {"n_steps": n, "accuracy_mean_rule": hit_mean / max(1, n), "accuracy_sum_rule": hit_sum / max(1, n),
               "by_verb": {v: {"n": c[0], "mean_rule": round(c[1] / c[0], 3), "sum_rule": round(c[2] / c[0], 3)}
                           for v, c in sorted(kinds.items())}}

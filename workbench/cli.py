@@ -8,6 +8,8 @@ import sys
 
 __all__ = ["main"]
 
+_SUMMARY = ("n_episodes", "success_rate", "avg_steps", "memory_tokens")  # what run / merge-runs print
+
 
 def _cmd_run(a: argparse.Namespace) -> int:
     from workbench.eval.runner import RunConfig, run
@@ -18,8 +20,7 @@ def _cmd_run(a: argparse.Namespace) -> int:
         teacher_forcing=not a.no_teacher_forcing, decode=a.decode,
     )
     metrics = run(cfg, resume=a.resume)
-    keys = ("n_episodes", "success_rate", "avg_steps", "memory_tokens")
-    print(json.dumps({k: metrics[k] for k in keys} | {"teacher_forced": metrics.get("teacher_forced")}))
+    print(json.dumps({k: metrics[k] for k in _SUMMARY} | {"teacher_forced": metrics.get("teacher_forced")}))
     return 0
 
 
@@ -27,7 +28,7 @@ def _cmd_merge_runs(a: argparse.Namespace) -> int:
     from workbench.eval.merge import merge_runs
 
     metrics = merge_runs(a.parts, a.out, tasks=a.tasks, allow_partial=a.allow_partial)
-    print(json.dumps({k: metrics[k] for k in ("n_episodes", "success_rate", "avg_steps", "memory_tokens")}))
+    print(json.dumps({k: metrics[k] for k in _SUMMARY}))
     return 0
 
 

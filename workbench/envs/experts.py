@@ -111,6 +111,15 @@ def handcoded_trajectory(task: Task, seed: int = 0, max_steps: int = 50, timeout
     )
 
 
+def _first_winning_handcoded(task: Task, tries: int) -> tuple[Trajectory, int]:
+    """The first winning of ``tries`` seeded handcoded-expert runs (the last one if none wins), and its seed."""
+    for k in range(tries):
+        traj = handcoded_trajectory(task, seed=k)
+        if traj.success:
+            break
+    return traj, k
+
+
 def _planner_worker(task: Task) -> Trajectory:
     return planner_trajectory(ALFWorldEnv(), task)
 
@@ -154,18 +163,12 @@ def expert_trajectories(
             traj = _planner_bounded(pool_box, task, planner_timeout_s)
             if traj is None:
                 timeouts.append(task.task_id)
-                for k in range(tries):
-                    traj = handcoded_trajectory(task, seed=k)
-                    if traj.success:
-                        break
+                traj, _ = _first_winning_handcoded(task, tries)
         elif kind == "planner":
             traj = planner_trajectory(env, task)
         elif kind == "handcoded":
-            for k in range(tries):
-                traj = handcoded_trajectory(task, seed=k)
-                first_try_wins += int(k == 0 and traj.success)
-                if traj.success:
-                    break
+            traj, k = _first_winning_handcoded(task, tries)
+            first_try_wins += int(k == 0 and traj.success)
         else:
             raise ValueError(f"unknown expert kind '{kind}' (planner, handcoded)")
         out.append(traj)

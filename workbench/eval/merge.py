@@ -11,22 +11,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from workbench.eval.metrics import by_task_type, episode_metrics
-from workbench.eval.runner import RunConfig, select_tasks, versions
-from workbench.memory.trajectory import Trajectory, iter_jsonl_dicts
-from workbench.memory.trajectory import atomic_write_text
+from workbench.eval.runner import RunConfig, batch_metrics, load_run, select_tasks, write_run_config
+from workbench.memory.trajectory import Trajectory, atomic_write_text, write_jsonl
 
 __all__ = ["merge_runs"]
-
-
-def _read_part(folder: Path) -> tuple[dict, list[dict]]:
-    cfg_path = folder / "config.json"
-    if not cfg_path.exists():
-        raise FileNotFoundError(f"{cfg_path}: not a run folder (no config.json)")
-    run = json.loads(cfg_path.read_text()).get("run")
-    if not isinstance(run, dict) or "tasks" not in run:
-        raise ValueError(f"{cfg_path}: field 'run' missing or without 'tasks'")
-    return run, list(iter_jsonl_dicts(folder / "trajectories.jsonl"))
 
 
 def merge_runs(parts: list[str | Path], out: str | Path, tasks: str = "all", allow_partial: bool = False) -> dict:
@@ -40,20 +28,25 @@ def merge_runs(parts: list[str | Path], out: str | Path, tasks: str = "all", all
         raise ValueError("merge_runs: no run folders given")
     identity: dict | None = None
     first: Path | None = None
-    episodes: dict[str, dict] = {}
+    episodes: dict[str, Trajectory] = {}
     for folder in map(Path, parts):
-        run, rows = _read_part(folder)
+        if not (folder / "config.json").exists():
+            raise FileNotFoundError(f"{folder / 'config.json'}: not a run folder (no config.json)")
+        trajs, _, config = load_run(folder)
+        run = config.get("run")
+        if not isinstance(run, dict) or "tasks" not in run:
+            raise ValueError(f"{folder / 'config.json'}: field 'run' missing or without 'tasks'")
         ident = {k: v for k, v in run.items() if k != "tasks"}
         if identity is None:
             identity, first = ident, folder
         elif ident != identity:
             diff = sorted(k for k in set(ident) | set(identity) if ident.get(k) != identity.get(k))
             raise ValueError(f"{folder}/config.json: differs from {first}/config.json in {diff}")
-        for row in rows:
-            tid = row["task_id"]
-            if tid in episodes and episodes[tid] != row:
-                raise ValueError(f"{folder}/trajectories.jsonl: episode {tid} differs from the one in another part")
-            episodes[tid] = row
+        for traj in trajs:
+            if traj.task_id in episodes and episodes[traj.task_id] != traj:
+                raise ValueError(f"{folder}/trajectories.jsonl: episode {traj.task_id} differs from the one in "
+                                 "another part")
+            episodes[traj.task_id] = traj
     assert identity is not None
     cfg = RunConfig(out=str(out), **{**identity, "tasks": tasks, "task_types": tuple(identity.get("task_types", ()))})
     order = [t.task_id for t in select_tasks(cfg)]
@@ -68,11 +61,9 @@ def merge_runs(parts: list[str | Path], out: str | Path, tasks: str = "all", all
     cfg_path = out / "config.json"
     if cfg_path.exists() and json.loads(cfg_path.read_text()).get("run") != cfg.identity():
         raise ValueError(f"{cfg_path}: holds a run of another configuration; merge into a new folder")
-    trajs = [Trajectory.model_validate(episodes[t]) for t in order if t in episodes]
-    metrics = episode_metrics(trajs) | {"by_task_type": by_task_type(trajs),
-                                        "merged_from": [str(p) for p in parts]}
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out / "trajectories.jsonl", "".join(json.dumps(episodes[t]) + "\n" for t in order if t in episodes))
-    atomic_write_text(cfg_path, json.dumps({"run": cfg.identity(), "versions": versions()}, indent=1))
+    merged = [episodes[t] for t in order if t in episodes]
+    metrics = batch_metrics(merged) | {"merged_from": [str(p) for p in parts]}
+    write_run_config(cfg)
+    write_jsonl(out / "trajectories.jsonl", merged)
     atomic_write_text(out / "metrics.json", json.dumps(metrics, indent=1))
     return metrics

@@ -25,7 +25,8 @@ from workbench.envs.base import Task
 from workbench.eval.metrics import by_task_type, episode_metrics
 from workbench.memory.trajectory import Trajectory, append_jsonl, atomic_write_text, iter_jsonl_dicts
 
-__all__ = ["RunConfig", "parse_task_slice", "select_tasks", "run", "load_run", "versions", "teacher_forced_for"]
+__all__ = ["RunConfig", "parse_task_slice", "select_tasks", "run", "load_run", "versions", "teacher_forced_for",
+           "write_run_config", "batch_metrics"]
 
 _VERSIONED = ("torch", "transformers", "transformer-lens", "textworld", "alfworld", "workbench")
 
@@ -124,9 +125,20 @@ def _prepare_out(cfg: RunConfig, resume: bool) -> set[str]:
     if resume:
         done = {d["task_id"] for d in iter_jsonl_dicts(rows)}
         _drop_torn_tail(rows)
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(cfg_path, json.dumps({"run": cfg.identity(), "versions": versions()}, indent=1))
+    write_run_config(cfg)
     return done
+
+
+def write_run_config(cfg: RunConfig) -> None:
+    """``cfg.out/config.json``: the run's identity (what ``--resume`` must match) and the package versions."""
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out / "config.json", json.dumps({"run": cfg.identity(), "versions": versions()}, indent=1))
+
+
+def batch_metrics(trajs: list[Trajectory]) -> dict:
+    """What ``metrics.json`` holds about a batch of episodes: the metrics overall and per task type."""
+    return episode_metrics(trajs) | {"by_task_type": by_task_type(trajs)}
 
 
 def _drop_torn_tail(rows: Path) -> None:
@@ -181,8 +193,7 @@ def run(cfg: RunConfig, resume: bool = False, progress: bool = True, lm=None) ->
         bar.set_postfix(success=result.trajectory.success, steps=result.trajectory.n_steps)
     env.close()
     trajs = [Trajectory.model_validate(d) for d in iter_jsonl_dicts(rows)]
-    metrics = episode_metrics(trajs)
-    metrics["by_task_type"] = by_task_type(trajs)
+    metrics = batch_metrics(trajs)
     metrics["wall_s_this_invocation"] = round(time.perf_counter() - t0, 1)
     if cfg.teacher_forcing:
         metrics["teacher_forced"] = teacher_forced_for(lm, cfg.memory, cfg.split, cfg.tasks, cfg.out, progress)
@@ -190,10 +201,12 @@ def run(cfg: RunConfig, resume: bool = False, progress: bool = True, lm=None) ->
     return metrics
 
 
-def teacher_forced_for(lm, memory: str, split: str, tasks: str, out: str | Path, progress: bool = True) -> dict:
+def teacher_forced_for(lm, memory: str, split: str, tasks: str, out: str | Path, progress: bool = True,
+                       policy=None) -> dict:
     """Teacher-forced accuracy of ``lm`` under memory ``memory`` on the expert plans of ``tasks``.
 
-    Cached in ``out/teacher_forced.json`` (recomputed when the parameters differ).
+    ``policy``: a memory policy object to use instead of ``build_policy(memory)`` (``memory`` then names it
+    in the cache key). Cached in ``out/teacher_forced.json`` (recomputed when the parameters differ).
     """
     from workbench.agents.loop import Agent
     from workbench.eval.memory_base import expert_trajectories_for
@@ -208,7 +221,8 @@ def teacher_forced_for(lm, memory: str, split: str, tasks: str, out: str | Path,
     task_list = select_tasks(RunConfig(out=str(out), split=split, tasks=tasks))
     by_id = {t.task_id: t for t in task_list}
     experts = [e for e in expert_trajectories_for(split) if e.task_id in by_id]
-    res = teacher_forced_accuracy(Agent.from_model(lm), experts, by_id, build_policy(memory), progress=progress)
+    res = teacher_forced_accuracy(Agent.from_model(lm), experts, by_id, policy or build_policy(memory),
+                                  progress=progress)
     result = {"accuracy": res.accuracy, "n_steps": res.n_steps, "n_tasks": len(experts), "mean_p_expert": res.mean_p_expert}
     atomic_write_text(path, json.dumps({"key": key, "result": result, "per_task": res.per_task,
                                         "per_step": list(res.per_step)}, indent=1))

@@ -8,7 +8,9 @@ cannot derail the rest, so small differences between memory conditions show.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from tqdm.auto import tqdm
 
@@ -37,12 +39,15 @@ def teacher_forced_accuracy(
     policy: MemoryPolicy,
     instruments: list[StepInstrument] = (),
     progress: bool = True,
+    on_step: Callable[[dict, Any, list[str]], None] | None = None,
 ) -> TeacherForcedResult:
     """Accuracy of ``agent`` at predicting the expert's next action under ``policy``'s memory.
 
     Args:
         experts: expert trajectories with ``meta["admissible"]`` (see ``workbench.envs.experts.replay``).
         tasks: task_id -> Task (the policy's ``begin`` needs the Task, e.g. to exclude its own game).
+        on_step: called after every scored step with its ``per_step`` record, the agent's decision (scores
+            per candidate) and the candidates, for diagnostics that need more than the arg-max.
     """
     n = correct = 0
     p_sum = 0.0
@@ -73,6 +78,8 @@ def teacher_forced_accuracy(
             p_sum += p_expert
             per_step.append({"task_id": traj.task_id, "step": k, "expert": step.action, "chosen": cands[res.best],
                              "p_expert": round(p_expert, 5), "memory_entry": block.entry.entry_id if block.entry else None})
+            if on_step is not None:
+                on_step(per_step[-1], res, cands)
             policy.observe(step, traj.steps[k + 1].observation if k + 1 < traj.n_steps else "")
         correct += ok
         per_task[traj.task_id] = (ok, traj.n_steps)

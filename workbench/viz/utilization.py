@@ -12,6 +12,8 @@ import torch
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
+from workbench.memory.task_info import parse_game_ref
+
 __all__ = ["utilization_figure", "episode_utilization_figure"]
 
 
@@ -78,8 +80,8 @@ def utilization_figure(
 
 def _task_name(task_id: str) -> str:
     """``valid_unseen/pick_and_place-Mug-None-Desk-308/trial_T...`` -> ``pick_and_place-Mug-None-Desk-308``."""
-    parts = task_id.split("/")
-    return parts[1] if len(parts) == 3 else task_id
+    ref = parse_game_ref(task_id)
+    return ref.task_folder if ref else task_id
 
 
 def episode_utilization_figure(record, title: str | None = None) -> Figure:
