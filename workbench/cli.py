@@ -28,7 +28,7 @@ def _cmd_merge_runs(a: argparse.Namespace) -> int:
     from workbench.eval.merge import merge_runs
 
     metrics = merge_runs(a.parts, a.out, tasks=a.tasks, allow_partial=a.allow_partial)
-    print(json.dumps({k: metrics[k] for k in _SUMMARY}))
+    print(json.dumps({k: metrics[k] for k in _SUMMARY if k in metrics} | {"teacher_forced": metrics.get("teacher_forced")}))
     return 0
 
 
@@ -157,7 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--decode", default="score", help="score (likelihood over admissible) | generate (Thought/Action)")
     r.set_defaults(fn=_cmd_run)
 
-    m = sub.add_parser("merge-runs", help="merge runs of disjoint task slices (same configuration) into one run")
+    m = sub.add_parser("merge-runs", help="merge runs of disjoint task slices (same configuration) into one run; teacher_forced.json too")
     m.add_argument("parts", nargs="+", help="run folders, e.g. runs/even runs/odd (played with --tasks 0:134:2, 1:134:2)")
     m.add_argument("--tasks", default="all", help="the slice their union covers")
     m.add_argument("--out", required=True)

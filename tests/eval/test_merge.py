@@ -50,3 +50,65 @@ def test_mismatches_are_refused_and_nothing_is_written(tmp_path):
 def test_cli_merge_runs_reports_a_missing_folder(tmp_path, capsys):
     assert main(["merge-runs", str(tmp_path / "nope"), "--out", str(tmp_path / "o")]) == 2
     assert "no config.json" in capsys.readouterr().err
+
+
+def _tf_part(folder, tasks, memory="traj", model="m"):
+    """A teacher_forced.json as teacher_forced_for writes it: task i has i % 4 + 1 steps, the first one right."""
+    cfg = RunConfig(out="", split="valid_unseen", tasks=tasks)
+    per_task, per_step = {}, []
+    for i, task in enumerate(select_tasks(cfg)):
+        n = i % 4 + 1
+        per_task[task.task_id] = [1, n]
+        per_step += [{"task_id": task.task_id, "step": k, "expert": "a", "chosen": "a" if k == 0 else "b",
+                      "p_expert": 0.5 if k == 0 else 0.25, "memory_entry": None} for k in range(n)]
+    folder.mkdir(parents=True, exist_ok=True)
+    result = {"accuracy": len(per_task) / len(per_step), "n_steps": len(per_step), "n_tasks": len(per_task),
+              "mean_p_expert": sum(r["p_expert"] for r in per_step) / len(per_step)}
+    (folder / "teacher_forced.json").write_text(json.dumps({
+        "key": {"model": model, "memory": memory, "split": "valid_unseen", "tasks": tasks},
+        "result": result, "per_task": per_task, "per_step": per_step}))
+    return folder
+
+
+def test_teacher_forcing_of_halves_merges_into_that_of_all(tmp_path):
+    from workbench.eval.merge import merge_teacher_forced
+
+    whole = json.loads((_tf_part(tmp_path / "all", "0:10") / "teacher_forced.json").read_text())
+    # the halves score the same tasks (different local indices, so rebuild them from the whole's records)
+    for name, sl in (("even", slice(0, 10, 2)), ("odd", slice(1, 10, 2))):
+        ids = list(whole["per_task"])[sl]
+        steps = [r for r in whole["per_step"] if r["task_id"] in ids]
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "teacher_forced.json").write_text(json.dumps({
+            "key": {**whole["key"], "tasks": f"{sl.start}:10:2"}, "result": {},
+            "per_task": {t: whole["per_task"][t] for t in ids}, "per_step": steps}))
+    res = merge_teacher_forced([tmp_path / "odd", tmp_path / "even"], tmp_path / "merged", tasks="0:10")
+    merged = json.loads((tmp_path / "merged" / "teacher_forced.json").read_text())
+    assert res == pytest.approx(whole["result"])
+    assert merged["per_step"] == whole["per_step"] and merged["key"] == whole["key"]
+    # merge-runs on folders holding only teacher forcing merges that
+    assert main(["merge-runs", str(tmp_path / "even"), str(tmp_path / "odd"), "--tasks", "0:10",
+                 "--out", str(tmp_path / "cli")]) == 0
+    assert json.loads((tmp_path / "cli" / "teacher_forced.json").read_text())["result"] == merged["result"]
+
+
+def test_teacher_forcing_merge_refuses_mismatches(tmp_path):
+    from workbench.eval.merge import merge_teacher_forced
+
+    even = _tf_part(tmp_path / "even", "0:10:2")
+    other = _tf_part(tmp_path / "odd", "1:10:2", memory="none")
+    with pytest.raises(ValueError, match="differs from the first part"):
+        merge_teacher_forced([even, other], tmp_path / "out", tasks="0:10")
+    with pytest.raises(ValueError, match="5 of 10 tasks"):
+        merge_teacher_forced([even], tmp_path / "out", tasks="0:10")
+    assert not (tmp_path / "out").exists()
+
+
+def test_run_merge_carries_teacher_forcing_along(tmp_path):
+    even, odd = _part(tmp_path / "even", "0:10:2"), _part(tmp_path / "odd", "1:10:2")
+    _tf_part(even, "0:10:2", model="smollm2-135m-instruct")
+    _tf_part(odd, "1:10:2", model="smollm2-135m-instruct")
+    m = merge_runs([even, odd], tmp_path / "all", tasks="0:10")
+    tf = json.loads((tmp_path / "all" / "teacher_forced.json").read_text())
+    assert tf["key"]["tasks"] == "0:10" and m["teacher_forced"]["n_tasks"] == 10
+    assert m["teacher_forced"]["n_steps"] == len(tf["per_step"]) == 22  # each half: local tasks 0..4 with 1, 2, 3, 4, 1 steps

@@ -4,6 +4,9 @@ Episodes are independent and deterministic given (task, model, memory, max_steps
 split over processes or sessions (``--tasks 0:134:2`` and ``--tasks 1:134:2``, a spread over every task type
 each) and merged into exactly the folder ``workbench run --tasks all`` would have written: same ``config.json``
 identity, episodes in task order, metrics recomputed. The merged folder can then be resumed like any other.
+
+Teacher-forced accuracy (``teacher_forced.json``, one per memory condition) merges the same way: the parts'
+scored steps, in task order, under the cache key of the union, so ``teacher_forced_for(..., tasks)`` finds it.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from pathlib import Path
 from workbench.eval.runner import RunConfig, batch_metrics, load_run, select_tasks, write_run_config
 from workbench.memory.trajectory import Trajectory, atomic_write_text, write_jsonl
 
-__all__ = ["merge_runs"]
+__all__ = ["merge_runs", "merge_teacher_forced"]
 
 
 def merge_runs(parts: list[str | Path], out: str | Path, tasks: str = "all", allow_partial: bool = False) -> dict:
@@ -26,6 +29,9 @@ def merge_runs(parts: list[str | Path], out: str | Path, tasks: str = "all", all
     """
     if not parts:
         raise ValueError("merge_runs: no run folders given")
+    if not any((Path(p) / "config.json").exists() for p in parts) and \
+            all((Path(p) / "teacher_forced.json").exists() for p in parts):
+        return {"teacher_forced": merge_teacher_forced(parts, out, tasks, allow_partial)}
     identity: dict | None = None
     first: Path | None = None
     episodes: dict[str, Trajectory] = {}
@@ -63,7 +69,79 @@ def merge_runs(parts: list[str | Path], out: str | Path, tasks: str = "all", all
         raise ValueError(f"{cfg_path}: holds a run of another configuration; merge into a new folder")
     merged = [episodes[t] for t in order if t in episodes]
     metrics = batch_metrics(merged) | {"merged_from": [str(p) for p in parts]}
+    tf_parts = [p for p in parts if (Path(p) / "teacher_forced.json").exists()]
+    tf = _merged_teacher_forced(tf_parts, tasks, allow_partial) if tf_parts else None
     write_run_config(cfg)
+    if tf is not None:
+        atomic_write_text(out / "teacher_forced.json", json.dumps(tf, indent=1))
+        metrics["teacher_forced"] = tf["result"]
     write_jsonl(out / "trajectories.jsonl", merged)
     atomic_write_text(out / "metrics.json", json.dumps(metrics, indent=1))
     return metrics
+
+
+def merge_teacher_forced(parts: list[str | Path], out: str | Path, tasks: str = "all",
+                         allow_partial: bool = False) -> dict:
+    """Merge the parts' ``teacher_forced.json`` into ``out/teacher_forced.json`` for ``tasks``; returns its result.
+
+    The parts must share model, memory condition and split, and score disjoint (or identical) tasks of ``tasks``;
+    unless ``allow_partial`` every task of ``tasks`` must be scored. Nothing is written when a check fails.
+    """
+    merged = _merged_teacher_forced(parts, tasks, allow_partial)
+    target = Path(out) / "teacher_forced.json"
+    if target.exists():
+        key = json.loads(target.read_text()).get("key", {})
+        if {k: v for k, v in key.items() if k != "tasks"} != {k: v for k, v in merged["key"].items() if k != "tasks"}:
+            raise ValueError(f"{target}: holds teacher forcing of another configuration; merge into a new folder")
+    Path(out).mkdir(parents=True, exist_ok=True)
+    atomic_write_text(target, json.dumps(merged, indent=1))
+    return merged["result"]
+
+
+def _merged_teacher_forced(parts: list[str | Path], tasks: str, allow_partial: bool) -> dict:
+    identity: dict | None = None
+    per_task: dict[str, list] = {}
+    steps: dict[str, list[dict]] = {}
+    p_sums = 0.0
+    for folder in map(Path, parts):
+        path = folder / "teacher_forced.json"
+        if not path.exists():
+            raise FileNotFoundError(f"{path}: missing (every part needs its teacher forcing to merge it)")
+        data = json.loads(path.read_text())
+        for field in ("key", "result", "per_task", "per_step"):
+            if field not in data:
+                raise ValueError(f"{path}: field {field!r} missing")
+        ident = {k: v for k, v in data["key"].items() if k != "tasks"}
+        if identity is None:
+            identity = ident
+        elif ident != identity:
+            raise ValueError(f"{path}: key {ident} differs from the first part's {identity}")
+        part_steps: dict[str, list[dict]] = {}
+        for rec in data["per_step"]:
+            part_steps.setdefault(rec["task_id"], []).append(rec)
+        for task_id, counts in data["per_task"].items():
+            if task_id in per_task:
+                if per_task[task_id] != list(counts) or steps[task_id] != part_steps.get(task_id, []):
+                    raise ValueError(f"{path}: task {task_id} scored differently in another part")
+                continue
+            per_task[task_id] = list(counts)
+            steps[task_id] = part_steps.get(task_id, [])
+            p_sums += sum(r["p_expert"] for r in steps[task_id])
+    assert identity is not None
+    order = [t.task_id for t in select_tasks(RunConfig(out="", split=identity.get("split", "valid_unseen"),
+                                                       tasks=tasks))]
+    extra = sorted(set(per_task) - set(order))
+    if extra:
+        raise ValueError(f"teacher forcing of tasks outside --tasks {tasks!r}: {extra[:3]}")
+    missing = [t for t in order if t not in per_task]
+    if missing and not allow_partial:
+        raise ValueError(f"teacher forcing: {len(missing)} of {len(order)} tasks of {tasks!r} are not scored in the "
+                         f"parts (first: {missing[0]}); score them, or pass allow_partial")
+    ids = [t for t in order if t in per_task]
+    per_step = [r for t in ids for r in steps[t]]
+    n = len(per_step)
+    correct = sum(per_task[t][0] for t in ids)
+    result = {"accuracy": correct / n if n else 0.0, "n_steps": n, "n_tasks": len(ids),
+              "mean_p_expert": p_sums / n if n else 0.0}
+    return {"key": {**identity, "tasks": tasks}, "result": result, "per_task": {t: per_task[t] for t in ids},
+            "per_step": per_step, "merged_from": [str(p) for p in parts]}
