@@ -106,30 +106,6 @@ def decision_rule_accuracy(lm, memory: str, split: str, tasks: str, out: Path) -
     return result
 
 
-def evaluation_markdown(summaries: dict[str, dict]) -> str:
-    """The model card's evaluation section from the ``summary.json`` of each evaluated model."""
-    conds = ["none", "icl", "traj", "other_type", "random_same"]
-    lines = ["## Evaluation (valid_unseen; never trained or tuned on)", "",
-             "Teacher-forced next-action accuracy on the planner's expert plans (all steps of the selected tasks; "
-             "arg-max over the admissible commands, as the agent decides). `other_type`: the best-retrieved "
-             "trajectory of a different task type; `random_same`: a random same-type trajectory instead of the "
-             "retrieved one.", "",
-             "| model | tasks | " + " | ".join(c for c in conds) + " |", "|---|---|" + "---|" * len(conds)]
-    for model, s in summaries.items():
-        tf = s.get("teacher_forced", {})
-        cells = [f"{tf[c]['accuracy']:.1%}" if c in tf else "–" for c in conds]
-        n = {v["n_tasks"] for v in tf.values() if "n_tasks" in v}
-        lines.append(f"| {model} | {'/'.join(map(str, sorted(n))) or '–'} | " + " | ".join(cells) + " |")
-    lines += ["", "Episodes (success rate, 50-step limit):", "", "| model | tasks | condition | success | avg steps |",
-              "|---|---|---|---|---|"]
-    for model, s in summaries.items():
-        for cond, m in s.get("episodes", {}).items():
-            lines.append(f"| {model} | {m['n_episodes']} | {cond} | "
-                         f"{m['success_rate']:.1%} | {m['avg_steps']:.1f} |")
-    lines += ["", "Commands: `.venv/bin/python benchmarks/agent_eval.py --model <model> ...` (see its docstring)."]
-    return "\n".join(lines)
-
-
 def folder_table(root: Path, models: list[str], conds: list[str]) -> list[dict]:
     """One row per (model, condition) from run folders ``root/<model>/<cond>`` (``metrics.json`` of the
     episodes, ``teacher_forced.json``), whatever wrote them (``workbench run``, ``merge-runs``, notebook 01)."""
@@ -150,7 +126,32 @@ def folder_table(root: Path, models: list[str], conds: list[str]) -> list[dict]:
     return rows
 
 
-def table_markdown(rows: list[dict], title: str, command: str) -> str:
+def paired_table(root: Path, models: list[str], pairs: list[tuple[str, str]]) -> list[dict]:
+    """Paired comparisons of memory conditions per model: episodes matched by task, teacher-forced steps by
+    (task, step), each with the exact McNemar test (``workbench.eval.compare.paired_outcomes``)."""
+    from workbench.eval.compare import paired_outcomes
+    from workbench.memory.trajectory import iter_jsonl_dicts
+
+    def outcomes(folder: Path) -> tuple[dict, dict]:
+        eps = ({d["task_id"]: bool(d["success"]) for d in iter_jsonl_dicts(folder / "trajectories.jsonl")}
+               if (folder / "trajectories.jsonl").exists() else {})
+        tf = (json.loads((folder / "teacher_forced.json").read_text()) if (folder / "teacher_forced.json").exists()
+              else {"per_step": []})
+        return eps, {(r["task_id"], r["step"]): r["chosen"] == r["expert"] for r in tf.get("per_step", [])}
+
+    rows = []
+    for model in models:
+        for a, b in pairs:
+            (ea, ta), (eb, tb) = outcomes(root / model / a), outcomes(root / model / b)
+            for kind, x, y in (("episodes", ea, eb), ("TF steps", ta, tb)):
+                r = paired_outcomes(x, y)
+                if r["n"]:
+                    rows.append({"model": model, "a": a, "b": b, "kind": kind} | r)
+    return rows
+
+
+def rows_markdown(rows: list[dict], paired: list[dict] = ()) -> str:
+    """The condition table (and success by task type, and paired comparisons) as markdown."""
     def pct(v):
         return "–" if v is None else f"{v:.1%}"
 
@@ -158,8 +159,7 @@ def table_markdown(rows: list[dict], title: str, command: str) -> str:
         return "–" if v is None else format(v, f)
 
     types = sorted({t for r in rows for t in r["by_task_type"]})
-    lines = [f"# {title}", "", f"Measured with: `{command}`", "",
-             "| model | memory | episodes | success | avg steps | memory tokens | TF steps | TF accuracy | "
+    lines = ["| model | memory | episodes | success | avg steps | memory tokens | TF steps | TF accuracy | "
              "mean p(expert) |", "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['model']} | {r['memory']} | {r['episodes'] or '–'} | {pct(r['success_rate'])} | "
@@ -172,17 +172,46 @@ def table_markdown(rows: list[dict], title: str, command: str) -> str:
             if r["by_task_type"]:
                 lines.append(f"| {r['model']} | {r['memory']} | "
                              + " | ".join(pct(r["by_task_type"].get(t)) for t in types) + " |")
+    if paired:
+        lines += ["", "Paired comparisons (items both conditions scored; exact McNemar test on the discordant ones):",
+                  "", "| model | A vs B | items | A | B | A − B | only A | only B | p |", "|---|---|---|---|---|---|---|---|---|"]
+        for r in paired:
+            lines.append(f"| {r['model']} | {r['a']} vs {r['b']} ({r['kind']}) | {r['n']} | {pct(r['rate_a'])} | "
+                         f"{pct(r['rate_b'])} | {100 * r['diff']:+.1f} pts | {r['only_a']} | {r['only_b']} | "
+                         f"{r['p_mcnemar']:.3g} |")
     return "\n".join(lines) + "\n"
 
 
-def write_card(adapter: str, runs_root: str, models: list[str]) -> None:
-    """Add the evaluation section to the adapter's MODEL_CARD.md (from its training_log.json)."""
+def table_markdown(rows: list[dict], title: str, command: str, paired: list[dict] = ()) -> str:
+    return f"# {title}\n\nMeasured with: `{command}`\n\n" + rows_markdown(rows, paired)
+
+
+PAIRS = [("traj", "none"), ("icl", "none"), ("traj", "icl"), ("traj", "other_type"), ("traj", "random_same")]
+
+
+def write_card(adapter: str, sections: list[str], models: list[str], conds: list[str]) -> None:
+    """Write the evaluation section of the adapter's MODEL_CARD.md (rebuilt from its training_log.json) from
+    run folders: each section ``TITLE=ROOT`` reads ``ROOT/<model>/<cond>`` like ``--table``."""
+    import sys
+
     from workbench.training.card import adapter_summary, write_model_card
 
-    summaries = {m: json.loads((Path(runs_root) / m / "summary.json").read_text()) for m in models
-                 if (Path(runs_root) / m / "summary.json").exists()}
+    parts = ["## Evaluation (never trained or tuned on valid_unseen)", "",
+             "TF = teacher-forced next-action accuracy on the planner's expert plans of the same tasks (arg-max over "
+             "the admissible commands, as the agent decides). `other_type`: the best-retrieved trajectory of a "
+             "different task type; `random_same`: a random same-type trajectory instead of the retrieved one. "
+             "Episodes: 50-step limit.", "", f"Written by `{' '.join(['python', *sys.argv])}`."]
+    for section in sections:
+        title, _, root = section.partition("=")
+        if not root:
+            raise SystemExit(f"--card-section {section!r}: expected TITLE=RUNS_ROOT")
+        rows = folder_table(Path(root), models, conds)
+        if not rows:
+            raise SystemExit(f"--card-section {section!r}: no run folders under {root}/<model>/<condition>")
+        parts += ["", f"### {title}", "", f"Runs: `{root}/<model>/<condition>`.", "",
+                  rows_markdown(rows, paired_table(Path(root), models, PAIRS)).rstrip()]
     record = json.loads((Path(adapter) / "training_log.json").read_text())
-    write_model_card(adapter, record, adapter_summary(adapter), evaluation_markdown(summaries))
+    write_model_card(adapter, record, adapter_summary(adapter), "\n".join(parts))
 
 
 def main() -> None:
@@ -199,6 +228,8 @@ def main() -> None:
     ap.add_argument("--max-steps", type=int, default=50)
     ap.add_argument("--runs", default=None, help="default runs/agent_eval/<model>")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--card-section", action="append", default=[], metavar="TITLE=RUNS_ROOT",
+                    help="with --card: a table of the run folders RUNS_ROOT/<model>/<cond> (repeatable)")
     ap.add_argument("--card", metavar="ADAPTER_DIR", help="only write the evaluation section of this adapter's "
                     "model card from <--runs, default runs/agent_eval>/{smollm2-135m-instruct,smollm2-135m-alfworld}/summary.json")
     ap.add_argument("--table", metavar="OUT_MD", help="only write a markdown table (and .json) of the run folders "
@@ -213,12 +244,14 @@ def main() -> None:
         rows = folder_table(Path(a.runs or "runs/full/01_baselines"), a.table_models, a.table_conditions)
         out = Path(a.table)
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(table_markdown(rows, a.table_title, " ".join(["python", *sys.argv])))
-        out.with_suffix(".json").write_text(json.dumps(rows, indent=1))
+        paired = paired_table(Path(a.runs or "runs/full/01_baselines"), a.table_models, PAIRS)
+        out.write_text(table_markdown(rows, a.table_title, " ".join(["python", *sys.argv]), paired))
+        out.with_suffix(".json").write_text(json.dumps({"rows": rows, "paired": paired}, indent=1))
         print(out.read_text())
         return
     if a.card:
-        write_card(a.card, a.runs or "runs/agent_eval", ["smollm2-135m-instruct", "smollm2-135m-alfworld"])
+        write_card(a.card, a.card_section or [f"valid_unseen={a.runs or 'runs/full/01_baselines'}"], a.table_models,
+                   a.table_conditions)
         return
     torch.set_num_threads(a.threads)
     from workbench.models import load_model
