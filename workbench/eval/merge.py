@@ -56,13 +56,7 @@ def merge_runs(parts: list[str | Path], out: str | Path, tasks: str = "all", all
     assert identity is not None
     cfg = RunConfig(out=str(out), **{**identity, "tasks": tasks, "task_types": tuple(identity.get("task_types", ()))})
     order = [t.task_id for t in select_tasks(cfg)]
-    extra = sorted(set(episodes) - set(order))
-    if extra:
-        raise ValueError(f"episodes outside --tasks {tasks!r}: {extra[:3]}{' ...' if len(extra) > 3 else ''}")
-    missing = [t for t in order if t not in episodes]
-    if missing and not allow_partial:
-        raise ValueError(f"{len(missing)} of {len(order)} tasks of {tasks!r} have no episode in the parts "
-                         f"(first: {missing[0]}); run them, or pass allow_partial")
+    _check_coverage(set(episodes), order, tasks, allow_partial, "episodes", "have no episode in the parts")
     out = Path(out)
     cfg_path = out / "config.json"
     if cfg_path.exists() and json.loads(cfg_path.read_text()).get("run") != cfg.identity():
@@ -78,6 +72,18 @@ def merge_runs(parts: list[str | Path], out: str | Path, tasks: str = "all", all
     write_jsonl(out / "trajectories.jsonl", merged)
     atomic_write_text(out / "metrics.json", json.dumps(metrics, indent=1))
     return metrics
+
+
+def _check_coverage(found: set[str], order: list[str], tasks: str, allow_partial: bool, what: str,
+                    missing_says: str) -> None:
+    """Refuse items outside the slice ``tasks``, and (unless ``allow_partial``) tasks of it that are missing."""
+    extra = sorted(found - set(order))
+    if extra:
+        raise ValueError(f"{what} outside --tasks {tasks!r}: {extra[:3]}{' ...' if len(extra) > 3 else ''}")
+    missing = [t for t in order if t not in found]
+    if missing and not allow_partial:
+        raise ValueError(f"{len(missing)} of {len(order)} tasks of {tasks!r} {missing_says} (first: {missing[0]}); "
+                         "run them, or pass allow_partial")
 
 
 def merge_teacher_forced(parts: list[str | Path], out: str | Path, tasks: str = "all",
@@ -130,13 +136,8 @@ def _merged_teacher_forced(parts: list[str | Path], tasks: str, allow_partial: b
     assert identity is not None
     order = [t.task_id for t in select_tasks(RunConfig(out="", split=identity.get("split", "valid_unseen"),
                                                        tasks=tasks))]
-    extra = sorted(set(per_task) - set(order))
-    if extra:
-        raise ValueError(f"teacher forcing of tasks outside --tasks {tasks!r}: {extra[:3]}")
-    missing = [t for t in order if t not in per_task]
-    if missing and not allow_partial:
-        raise ValueError(f"teacher forcing: {len(missing)} of {len(order)} tasks of {tasks!r} are not scored in the "
-                         f"parts (first: {missing[0]}); score them, or pass allow_partial")
+    _check_coverage(set(per_task), order, tasks, allow_partial, "teacher forcing of tasks",
+                    "are not scored by teacher forcing in the parts")
     ids = [t for t in order if t in per_task]
     per_step = [r for t in ids for r in steps[t]]
     n = len(per_step)
