@@ -1,0 +1,67 @@
+"""benchmarks/agent_eval.py: the memory-condition table, paired comparisons and the model card from run folders."""
+
+import importlib.util
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ADAPTER = ROOT / "workbench" / "assets" / "adapters" / "smollm2-135m-alfworld"
+
+
+@pytest.fixture(scope="module")
+def agent_eval():
+    spec = importlib.util.spec_from_file_location("agent_eval", ROOT / "benchmarks" / "agent_eval.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _folder(root, model, cond, wins, tf_hits):
+    """A run folder with episodes (task i won iff wins[i]) and teacher forcing (step i right iff tf_hits[i])."""
+    folder = root / model / cond
+    folder.mkdir(parents=True)
+    (folder / "trajectories.jsonl").write_text("".join(
+        json.dumps({"task_id": f"t{i}", "success": w}) + "\n" for i, w in enumerate(wins)))
+    (folder / "metrics.json").write_text(json.dumps({
+        "n_episodes": len(wins), "success_rate": sum(wins) / len(wins), "avg_steps": 30.0, "memory_tokens": 5,
+        "by_task_type": {"pick": {"success_rate": sum(wins) / len(wins)}}}))
+    steps = [{"task_id": "t0", "step": i, "expert": "a", "chosen": "a" if h else "b", "p_expert": 0.5}
+             for i, h in enumerate(tf_hits)]
+    (folder / "teacher_forced.json").write_text(json.dumps({
+        "key": {"model": model, "memory": cond}, "per_step": steps,
+        "result": {"accuracy": sum(tf_hits) / len(tf_hits), "n_steps": len(tf_hits), "mean_p_expert": 0.5}}))
+
+
+def test_table_rows_and_paired_comparisons_come_from_the_folders(agent_eval, tmp_path):
+    _folder(tmp_path, "m", "none", [False] * 8 + [True, True], [True, False, False, True])
+    _folder(tmp_path, "m", "traj", [True] * 6 + [False, False, False, True], [True, True, True, True])
+    rows = agent_eval.folder_table(tmp_path, ["m", "absent"], ["none", "icl", "traj"])
+    assert [(r["memory"], r["success_rate"], r["tf_accuracy"]) for r in rows] == [("none", 0.2, 0.5), ("traj", 0.7, 1.0)]
+    paired = {(r["a"], r["b"], r["kind"]): r for r in agent_eval.paired_table(tmp_path, ["m"], agent_eval.PAIRS)}
+    ep = paired[("traj", "none", "episodes")]
+    # traj wins t0..t5 alone, none t8 alone, both t9: 6 vs 1 discordant
+    assert (ep["n"], ep["only_a"], ep["only_b"], ep["both"]) == (10, 6, 1, 1)
+    assert ep["p_mcnemar"] == pytest.approx(2 * (1 + 7) / 2 ** 7)
+    assert paired[("traj", "none", "TF steps")]["only_a"] == 2
+    assert ("icl", "none", "episodes") not in paired  # no icl folder: nothing to pair
+    md = agent_eval.table_markdown(rows, "T", "cmd", list(paired.values()))
+    assert "| m | traj | 10 | 70.0% | 30.0 | 5 | 4 | 100.0% | 0.500 |" in md
+    assert "| m | traj vs none (episodes) | 10 | 70.0% | 20.0% | +50.0 pts | 6 | 1 | 0.125 |" in md
+
+
+def test_card_evaluation_is_written_from_run_folders(agent_eval, tmp_path, monkeypatch):
+    adapter = tmp_path / "adapter"
+    shutil.copytree(ADAPTER, adapter)
+    _folder(tmp_path / "runs", "smollm2-135m-alfworld", "traj", [True, False], [True, False])
+    monkeypatch.setattr(sys, "argv", ["agent_eval.py", "--card", str(adapter)])
+    agent_eval.write_card(str(adapter), [f"valid_unseen, 2 tasks={tmp_path / 'runs'}"],
+                          ["smollm2-135m-alfworld"], ["none", "traj"])
+    card = (adapter / "MODEL_CARD.md").read_text()
+    assert "### valid_unseen, 2 tasks" in card and "| smollm2-135m-alfworld | traj | 2 | 50.0% |" in card
+    assert "## Training" in card  # the rest of the card is rebuilt from training_log.json, not lost
+    with pytest.raises(SystemExit, match="no run folders"):
+        agent_eval.write_card(str(adapter), [f"x={tmp_path / 'nothing'}"], ["smollm2-135m-alfworld"], ["traj"])
