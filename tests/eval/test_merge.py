@@ -112,3 +112,12 @@ def test_run_merge_carries_teacher_forcing_along(tmp_path):
     tf = json.loads((tmp_path / "all" / "teacher_forced.json").read_text())
     assert tf["key"]["tasks"] == "0:10" and m["teacher_forced"]["n_tasks"] == 10
     assert m["teacher_forced"]["n_steps"] == len(tf["per_step"]) == 22  # each half: local tasks 0..4 with 1, 2, 3, 4, 1 steps
+
+
+def test_run_merge_leaves_teacher_forcing_alone_unless_every_part_has_it(tmp_path):
+    even, odd = _part(tmp_path / "even", "0:10:2"), _part(tmp_path / "odd", "1:10:2")
+    _tf_part(even, "0:10:2")
+    whole = _tf_part(tmp_path / "all", "0:10")  # e.g. computed on all tasks in one go
+    before = (whole / "teacher_forced.json").read_text()
+    m = merge_runs([even, odd], whole, tasks="0:10")
+    assert "teacher_forced" not in m and (whole / "teacher_forced.json").read_text() == before

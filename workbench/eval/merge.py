@@ -26,6 +26,8 @@ def merge_runs(parts: list[str | Path], out: str | Path, tasks: str = "all", all
     Every part must share the configuration apart from ``tasks`` and hold only episodes of ``tasks``; an
     episode present in two parts must be identical. Unless ``allow_partial``, every task of ``tasks`` must be
     present. ``out`` must not hold a run of another configuration; nothing is written when a check fails.
+    When every part holds a ``teacher_forced.json``, they are merged too (``merge_teacher_forced``); otherwise
+    ``out``'s own teacher forcing, if any, is left as it is.
     """
     if not parts:
         raise ValueError("merge_runs: no run folders given")
@@ -63,8 +65,8 @@ def merge_runs(parts: list[str | Path], out: str | Path, tasks: str = "all", all
         raise ValueError(f"{cfg_path}: holds a run of another configuration; merge into a new folder")
     merged = [episodes[t] for t in order if t in episodes]
     metrics = batch_metrics(merged) | {"merged_from": [str(p) for p in parts]}
-    tf_parts = [p for p in parts if (Path(p) / "teacher_forced.json").exists()]
-    tf = _merged_teacher_forced(tf_parts, tasks, allow_partial) if tf_parts else None
+    has_tf = [(Path(p) / "teacher_forced.json").exists() for p in parts]
+    tf = _merged_teacher_forced(parts, tasks, allow_partial) if all(has_tf) else None
     write_run_config(cfg)
     if tf is not None:
         atomic_write_text(out / "teacher_forced.json", json.dumps(tf, indent=1))
