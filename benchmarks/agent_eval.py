@@ -247,6 +247,10 @@ def main() -> None:
         paired = paired_table(Path(a.runs or "runs/full/01_baselines"), a.table_models, PAIRS)
         out.write_text(table_markdown(rows, a.table_title, " ".join(["python", *sys.argv]), paired))
         out.with_suffix(".json").write_text(json.dumps({"rows": rows, "paired": paired}, indent=1))
+        if out.parent.name == "tables" and (out.parent.parent / "index.md").exists():
+            from workbench.reporting.save import Reports
+
+            Reports(out.parent.parent, "agent_eval").index()  # the reports' index lists the new table
         print(out.read_text())
         return
     if a.card:
