@@ -172,6 +172,11 @@ def _train(a: argparse.Namespace) -> int:
     peft_model.peft_config["default"].base_model_name_or_path = HF_ID  # not the local cache path
     peft_model.save_pretrained(out, save_embedding_layers=False)
     (out / "README.md").unlink(missing_ok=True)  # peft's template card; MODEL_CARD.md is the real one
+    cfg_path = out / "adapter_config.json"  # peft writes target_modules from a set: sort it, so reruns are byte-equal
+    adapter_cfg = json.loads(cfg_path.read_text())
+    if isinstance(adapter_cfg.get("target_modules"), list):
+        adapter_cfg["target_modules"] = sorted(adapter_cfg["target_modules"])
+    cfg_path.write_text(json.dumps(adapter_cfg, indent=2, sort_keys=True) + "\n")
     os.chmod(out / "adapter_model.safetensors", 0o644)  # safetensors writes 0600; the file is committed
     data = {
         "planner_trajectories": sum(t.source == "planner" for t in trajs),
