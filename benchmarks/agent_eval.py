@@ -8,6 +8,13 @@ accuracies are reused), with ``summary.json`` and ``summary.md`` at the end.
 
     .venv/bin/python benchmarks/agent_eval.py --model smollm2-135m-alfworld --episode-tasks 0:134:7
     .venv/bin/python benchmarks/agent_eval.py --model smollm2-135m-instruct --episode-tasks none
+
+Tables and the model card read run folders ``ROOT/<model>/<condition>`` (from here, ``workbench run``,
+``workbench merge-runs`` or notebook 01), with paired comparisons (exact McNemar) between conditions:
+
+    .venv/bin/python benchmarks/agent_eval.py --table reports/tables/NAME.md --runs ROOT
+    .venv/bin/python benchmarks/agent_eval.py --card workbench/assets/adapters/smollm2-135m-alfworld \
+        --card-section "valid_unseen=ROOT" --card-section "valid_seen=ROOT2"
 """
 
 from __future__ import annotations
@@ -174,7 +181,8 @@ def rows_markdown(rows: list[dict], paired: list[dict] = ()) -> str:
                              + " | ".join(pct(r["by_task_type"].get(t)) for t in types) + " |")
     if paired:
         lines += ["", "Paired comparisons (items both conditions scored; exact McNemar test on the discordant ones):",
-                  "", "| model | A vs B | items | A | B | A − B | only A | only B | p |", "|---|---|---|---|---|---|---|---|---|"]
+                  "", "| model | A vs B | items | A | B | A − B | only A | only B | p |",
+                  "|---|---|---|---|---|---|---|---|---|"]
         for r in paired:
             lines.append(f"| {r['model']} | {r['a']} vs {r['b']} ({r['kind']}) | {r['n']} | {pct(r['rate_a'])} | "
                          f"{pct(r['rate_b'])} | {100 * r['diff']:+.1f} pts | {r['only_a']} | {r['only_b']} | "
@@ -230,8 +238,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--card-section", action="append", default=[], metavar="TITLE=RUNS_ROOT",
                     help="with --card: a table of the run folders RUNS_ROOT/<model>/<cond> (repeatable)")
-    ap.add_argument("--card", metavar="ADAPTER_DIR", help="only write the evaluation section of this adapter's "
-                    "model card from <--runs, default runs/agent_eval>/{smollm2-135m-instruct,smollm2-135m-alfworld}/summary.json")
+    ap.add_argument("--card", metavar="ADAPTER_DIR", help="only rewrite this adapter's MODEL_CARD.md with an "
+                    "evaluation section per --card-section (default: valid_unseen=<--runs or runs/full/01_baselines>)")
     ap.add_argument("--table", metavar="OUT_MD", help="only write a markdown table (and .json) of the run folders "
                     "--runs/<model>/<cond> for the models given by --table-models and --table-conditions")
     ap.add_argument("--table-models", nargs="*", default=["smollm2-135m-instruct", "smollm2-135m-alfworld"])

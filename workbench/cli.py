@@ -6,8 +6,12 @@ import argparse
 import json
 import sys
 
+from workbench.models.registry import DEFAULT_AGENT
+
 __all__ = ["main"]
 
+MODEL_HELP = (f"a registered name ({DEFAULT_AGENT}: the behaviour-cloned agent, the default; smollm2-135m-instruct: "
+              "the untrained model), a local HF folder, or an id in the HF cache")
 _SUMMARY = ("n_episodes", "success_rate", "avg_steps", "memory_tokens")  # what run / merge-runs print
 
 
@@ -28,7 +32,8 @@ def _cmd_merge_runs(a: argparse.Namespace) -> int:
     from workbench.eval.merge import merge_runs
 
     metrics = merge_runs(a.parts, a.out, tasks=a.tasks, allow_partial=a.allow_partial)
-    print(json.dumps({k: metrics[k] for k in _SUMMARY if k in metrics} | {"teacher_forced": metrics.get("teacher_forced")}))
+    summary = {k: metrics[k] for k in _SUMMARY if k in metrics}
+    print(json.dumps(summary | {"teacher_forced": metrics.get("teacher_forced")}))
     return 0
 
 
@@ -148,7 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--tasks", default="0:20", help="slice of the split's sorted tasks: 0:20, 10:, all")
     r.add_argument("--task-types", nargs="*", help="pick look clean heat cool pick_two")
     r.add_argument("--memory", default="traj", help="none | icl | traj")
-    r.add_argument("--model", default="smollm2-135m-instruct")
+    r.add_argument("--model", default=DEFAULT_AGENT, help=MODEL_HELP)
     r.add_argument("--retriever", default="minilm", help="minilm | bm25")
     r.add_argument("--max-steps", type=int, default=50)
     r.add_argument("--out", required=True)
@@ -157,7 +162,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--decode", default="score", help="score (likelihood over admissible) | generate (Thought/Action)")
     r.set_defaults(fn=_cmd_run)
 
-    m = sub.add_parser("merge-runs", help="merge runs of disjoint task slices (same configuration) into one run; teacher_forced.json too")
+    m = sub.add_parser("merge-runs", help="merge runs of disjoint task slices (same configuration) into one run, "
+                         "teacher_forced.json too")
     m.add_argument("parts", nargs="+", help="run folders, e.g. runs/even runs/odd (played with --tasks 0:134:2, 1:134:2)")
     m.add_argument("--tasks", default="all", help="the slice their union covers")
     m.add_argument("--out", required=True)
@@ -181,7 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
     h = sub.add_parser("heads", help="retrieval heads: score them on a supervision set, or ablate them")
     hs = h.add_subparsers(dest="heads_command", required=True)
     sc = hs.add_parser("score", help="build the retrieval supervision set of a split and score every head")
-    sc.add_argument("--model", default="smollm2-135m-instruct")
+    sc.add_argument("--model", default=DEFAULT_AGENT, help=MODEL_HELP)
     sc.add_argument("--split", default="valid_seen")
     sc.add_argument("--tasks", default="0:40", help="slice of the split's sorted tasks: 0:40, all")
     sc.add_argument("--supervision", help="score this supervision JSONL instead of building one")
@@ -195,7 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
     sc.set_defaults(fn=_cmd_heads_score)
 
     ab = hs.add_parser("ablate", help="ICL / Traj / Traj with top-k or random-k heads masked (Figure 2)")
-    ab.add_argument("--model", default="smollm2-135m-instruct")
+    ab.add_argument("--model", default=DEFAULT_AGENT, help=MODEL_HELP)
     ab.add_argument("--split", default="valid_unseen")
     ab.add_argument("--tasks", default="0:20", help="teacher-forced tasks (slice)")
     ab.add_argument("--episode-tasks", default="", help="episode tasks (slice; empty: teacher forcing only)")
@@ -210,7 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     ab.set_defaults(fn=_cmd_heads_ablate)
 
     u = sub.add_parser("utilization", help="C per task with the retrieval heads + the segment-masking test (Figure 3)")
-    u.add_argument("--model", default="smollm2-135m-instruct")
+    u.add_argument("--model", default=DEFAULT_AGENT, help=MODEL_HELP)
     u.add_argument("--split", default="valid_unseen")
     u.add_argument("--tasks", default="0:10", help="teacher-forced tasks (slice)")
     u.add_argument("--episode-tasks", default="", help="episode tasks (slice; empty: teacher forcing only)")

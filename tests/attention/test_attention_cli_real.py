@@ -20,22 +20,23 @@ def test_heads_score_from_a_user_file_then_ablate_and_utilization(tmp_path, caps
                             source="user", analyzer="hand", model_name=smollm.name)
     sup = save_supervision(tmp_path / "sup.jsonl", [rec, rec])
     scores_path = tmp_path / "scores.json"
-    assert main(["heads", "score", "--supervision", str(sup), "--out", str(scores_path), "--k", "3"]) == 0
+    assert main(["heads", "score", "--model", smollm.name, "--supervision", str(sup), "--out", str(scores_path),
+                 "--k", "3"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["n_pairs"] == 2 and len(out["top_heads"]) == 3 and out["sources"] == {"user": 2}
     scores = HeadScores.load(scores_path, model_name="smollm2-135m-instruct")
     assert scores.scores.shape == (30, 9) and json.loads(scores_path.read_text())["top_heads"][:3] == out["top_heads"]
 
     ablate = tmp_path / "ablate"
-    assert main(["heads", "ablate", "--scores", str(scores_path), "--k", "2", "--n-random", "1", "--tasks", "0:1",
-                 "--out", str(ablate)]) == 0
+    assert main(["heads", "ablate", "--model", smollm.name, "--scores", str(scores_path), "--k", "2", "--n-random", "1",
+                 "--tasks", "0:1", "--out", str(ablate)]) == 0
     out = json.loads(capsys.readouterr().out)
     assert set(out["summary"]) == {"none", "icl", "traj", "top", "random"}
     assert out["tf_accuracy_memory_gain"] is not None and out["tf_accuracy_memory_gain_vs_none"] is not None
     assert len(HeadAblationResult.load(ablate / "ablation.json").rows) == 5
 
     util = tmp_path / "util"
-    assert main(["utilization", "--heads", "3.1", "10.4", "--tasks", "0:1", "--out", str(util)]) == 0
+    assert main(["utilization", "--model", smollm.name, "--heads", "3.1", "10.4", "--tasks", "0:1", "--out", str(util)]) == 0
     out = json.loads(capsys.readouterr().out)
     (record,) = load_utilization(util / "utilization.jsonl")
     assert record.utilization.heads == [(3, 1), (10, 4)] and record.mode == "teacher_forced"

@@ -40,7 +40,8 @@ def test_table_rows_and_paired_comparisons_come_from_the_folders(agent_eval, tmp
     _folder(tmp_path, "m", "none", [False] * 8 + [True, True], [True, False, False, True])
     _folder(tmp_path, "m", "traj", [True] * 6 + [False, False, False, True], [True, True, True, True])
     rows = agent_eval.folder_table(tmp_path, ["m", "absent"], ["none", "icl", "traj"])
-    assert [(r["memory"], r["success_rate"], r["tf_accuracy"]) for r in rows] == [("none", 0.2, 0.5), ("traj", 0.7, 1.0)]
+    got = [(r["memory"], r["success_rate"], r["tf_accuracy"]) for r in rows]
+    assert got == [("none", 0.2, 0.5), ("traj", 0.7, 1.0)]
     paired = {(r["a"], r["b"], r["kind"]): r for r in agent_eval.paired_table(tmp_path, ["m"], agent_eval.PAIRS)}
     ep = paired[("traj", "none", "episodes")]
     # traj wins t0..t5 alone, none t8 alone, both t9: 6 vs 1 discordant

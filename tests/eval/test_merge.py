@@ -111,7 +111,7 @@ def test_run_merge_carries_teacher_forcing_along(tmp_path):
     m = merge_runs([even, odd], tmp_path / "all", tasks="0:10")
     tf = json.loads((tmp_path / "all" / "teacher_forced.json").read_text())
     assert tf["key"]["tasks"] == "0:10" and m["teacher_forced"]["n_tasks"] == 10
-    assert m["teacher_forced"]["n_steps"] == len(tf["per_step"]) == 22  # each half: local tasks 0..4 with 1, 2, 3, 4, 1 steps
+    assert m["teacher_forced"]["n_steps"] == len(tf["per_step"]) == 22  # per half: 1+2+3+4+1 steps
 
 
 def test_run_merge_leaves_teacher_forcing_alone_unless_every_part_has_it(tmp_path):

