@@ -44,7 +44,7 @@ def merge_runs(parts: list[str | Path], out: str | Path, tasks: str = "all", all
         run = config.get("run")
         if not isinstance(run, dict) or "tasks" not in run:
             raise ValueError(f"{folder / 'config.json'}: field 'run' missing or without 'tasks'")
-        ident = {k: v for k, v in run.items() if k != "tasks"}
+        ident = _sans_tasks(run)
         if identity is None:
             identity, first = ident, folder
         elif ident != identity:
@@ -76,6 +76,11 @@ def merge_runs(parts: list[str | Path], out: str | Path, tasks: str = "all", all
     return metrics
 
 
+def _sans_tasks(identity: dict) -> dict:
+    """A run's or teacher forcing's identity without its task slice: what parts of one merge must share."""
+    return {k: v for k, v in identity.items() if k != "tasks"}
+
+
 def _check_coverage(found: set[str], order: list[str], tasks: str, allow_partial: bool, what: str,
                     missing_says: str) -> None:
     """Refuse items outside the slice ``tasks``, and (unless ``allow_partial``) tasks of it that are missing."""
@@ -99,7 +104,7 @@ def merge_teacher_forced(parts: list[str | Path], out: str | Path, tasks: str = 
     target = Path(out) / "teacher_forced.json"
     if target.exists():
         key = json.loads(target.read_text()).get("key", {})
-        if {k: v for k, v in key.items() if k != "tasks"} != {k: v for k, v in merged["key"].items() if k != "tasks"}:
+        if _sans_tasks(key) != _sans_tasks(merged["key"]):
             raise ValueError(f"{target}: holds teacher forcing of another configuration; merge into a new folder")
     Path(out).mkdir(parents=True, exist_ok=True)
     atomic_write_text(target, json.dumps(merged, indent=1))
@@ -110,7 +115,6 @@ def _merged_teacher_forced(parts: list[str | Path], tasks: str, allow_partial: b
     identity: dict | None = None
     per_task: dict[str, list] = {}
     steps: dict[str, list[dict]] = {}
-    p_sums = 0.0
     for folder in map(Path, parts):
         path = folder / "teacher_forced.json"
         if not path.exists():
@@ -119,7 +123,7 @@ def _merged_teacher_forced(parts: list[str | Path], tasks: str, allow_partial: b
         for field in ("key", "result", "per_task", "per_step"):
             if field not in data:
                 raise ValueError(f"{path}: field {field!r} missing")
-        ident = {k: v for k, v in data["key"].items() if k != "tasks"}
+        ident = _sans_tasks(data["key"])
         if identity is None:
             identity = ident
         elif ident != identity:
@@ -134,7 +138,6 @@ def _merged_teacher_forced(parts: list[str | Path], tasks: str, allow_partial: b
                 continue
             per_task[task_id] = list(counts)
             steps[task_id] = part_steps.get(task_id, [])
-            p_sums += sum(r["p_expert"] for r in steps[task_id])
     assert identity is not None
     order = [t.task_id for t in select_tasks(RunConfig(out="", split=identity.get("split", "valid_unseen"),
                                                        tasks=tasks))]
@@ -145,6 +148,6 @@ def _merged_teacher_forced(parts: list[str | Path], tasks: str, allow_partial: b
     n = len(per_step)
     correct = sum(per_task[t][0] for t in ids)
     result = {"accuracy": correct / n if n else 0.0, "n_steps": n, "n_tasks": len(ids),
-              "mean_p_expert": p_sums / n if n else 0.0}
+              "mean_p_expert": sum(r["p_expert"] for r in per_step) / n if n else 0.0}
     return {"key": {**identity, "tasks": tasks}, "result": result, "per_task": {t: per_task[t] for t in ids},
             "per_step": per_step, "merged_from": [str(p) for p in parts]}
