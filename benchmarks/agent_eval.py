@@ -139,12 +139,17 @@ def paired_table(root: Path, models: list[str], pairs: list[tuple[str, str]]) ->
     from workbench.eval.compare import paired_outcomes
     from workbench.memory.trajectory import iter_jsonl_dicts
 
-    def outcomes(folder: Path) -> tuple[dict, dict]:
+    seen: dict[Path, tuple[dict, dict]] = {}
+
+    def outcomes(folder: Path) -> tuple[dict, dict]:  # each folder read once, however many pairs it is in
+        if folder in seen:
+            return seen[folder]
         eps = ({d["task_id"]: bool(d["success"]) for d in iter_jsonl_dicts(folder / "trajectories.jsonl")}
                if (folder / "trajectories.jsonl").exists() else {})
         tf = (json.loads((folder / "teacher_forced.json").read_text()) if (folder / "teacher_forced.json").exists()
               else {"per_step": []})
-        return eps, {(r["task_id"], r["step"]): r["chosen"] == r["expert"] for r in tf.get("per_step", [])}
+        seen[folder] = eps, {(r["task_id"], r["step"]): r["chosen"] == r["expert"] for r in tf.get("per_step", [])}
+        return seen[folder]
 
     rows = []
     for model in models:
