@@ -195,8 +195,11 @@ def rows_markdown(rows: list[dict], paired: list[dict] = ()) -> str:
     return "\n".join(lines) + "\n"
 
 
-def table_markdown(rows: list[dict], title: str, command: str, paired: list[dict] = ()) -> str:
-    return f"# {title}\n\nMeasured with: `{command}`\n\n" + rows_markdown(rows, paired)
+def table_markdown(rows: list[dict], title: str, command: str, paired: list[dict] = (), notes: str = "") -> str:
+    """The table page: title, the command that wrote it, ``notes`` (how the run folders were made), the tables."""
+    notes = notes.strip()
+    return (f"# {title}\n\nMeasured with: `{command}`\n\n" + (f"{notes}\n\n" if notes else "")
+            + rows_markdown(rows, paired))
 
 
 PAIRS = [("traj", "none"), ("icl", "none"), ("traj", "icl"), ("traj", "other_type"), ("traj", "random_same")]
@@ -250,15 +253,20 @@ def main() -> None:
     ap.add_argument("--table-models", nargs="*", default=["smollm2-135m-instruct", "smollm2-135m-alfworld"])
     ap.add_argument("--table-conditions", nargs="*", default=["none", "icl", "traj", "other_type", "random_same"])
     ap.add_argument("--table-title", default="valid_unseen: memory conditions")
+    ap.add_argument("--table-notes", metavar="NOTES_MD", help="with --table: markdown put between the command and "
+                    "the tables (how the run folders were made), kept in a file so a regenerated table keeps it")
     a = ap.parse_args()
     if a.table:
         import sys
 
         rows = folder_table(Path(a.runs or "runs/full/01_baselines"), a.table_models, a.table_conditions)
+        if not rows:
+            raise SystemExit(f"--table: no run folders under {a.runs or 'runs/full/01_baselines'}/<model>/<condition>")
+        notes = Path(a.table_notes).read_text() if a.table_notes else ""
         out = Path(a.table)
         out.parent.mkdir(parents=True, exist_ok=True)
         paired = paired_table(Path(a.runs or "runs/full/01_baselines"), a.table_models, PAIRS)
-        out.write_text(table_markdown(rows, a.table_title, " ".join(["python", *sys.argv]), paired))
+        out.write_text(table_markdown(rows, a.table_title, " ".join(["python", *sys.argv]), paired, notes))
         out.with_suffix(".json").write_text(json.dumps({"rows": rows, "paired": paired}, indent=1))
         if out.parent.name == "tables" and (out.parent.parent / "index.md").exists():
             from workbench.reporting.save import Reports

@@ -66,3 +66,23 @@ def test_card_evaluation_is_written_from_run_folders(agent_eval, tmp_path, monke
     assert "## Training" in card  # the rest of the card is rebuilt from training_log.json, not lost
     with pytest.raises(SystemExit, match="no run folders"):
         agent_eval.write_card(str(adapter), [f"x={tmp_path / 'nothing'}"], ["smollm2-135m-alfworld"], ["traj"])
+
+
+def test_table_keeps_its_notes_file_across_regeneration(agent_eval, tmp_path, monkeypatch, capsys):
+    _folder(tmp_path / "runs", "m", "none", [False, True], [True, False])
+    notes = tmp_path / "notes.md"
+    notes.write_text("Runs: played in halves, merged with `workbench merge-runs`.\n")
+    out = tmp_path / "t.md"
+    argv = ["agent_eval.py", "--table", str(out), "--runs", str(tmp_path / "runs"), "--table-models", "m",
+            "--table-conditions", "none", "--table-title", "T", "--table-notes", str(notes)]
+    for _ in range(2):  # written twice: the notes are there each time, once
+        monkeypatch.setattr(sys, "argv", argv)
+        agent_eval.main()
+        md = out.read_text()
+        assert md.count("Runs: played in halves") == 1
+        assert md.index("Measured with:") < md.index("Runs: played") < md.index("| model | memory |")
+    assert json.loads(out.with_suffix(".json").read_text())["rows"][0]["success_rate"] == 0.5
+    monkeypatch.setattr(sys, "argv", [*argv[:4], str(tmp_path / "nothing")])
+    with pytest.raises(SystemExit, match="no run folders"):
+        agent_eval.main()
+    capsys.readouterr()
