@@ -14,7 +14,11 @@ Tables and the model card read run folders ``ROOT/<model>/<condition>`` (from he
 
     .venv/bin/python benchmarks/agent_eval.py --table reports/tables/NAME.md --runs ROOT
     .venv/bin/python benchmarks/agent_eval.py --card workbench/assets/adapters/smollm2-135m-alfworld \
-        --card-section "valid_unseen=ROOT" --card-section "valid_seen=ROOT2"
+        --card-section "valid_unseen=ROOT" --card-section "valid_seen=reports/tables/NAME.json"
+
+A table over models whose runs live on different machines or sessions is regenerated from the folders at hand
+with ``--table-keep-absent``: a model with no folders under ROOT keeps its rows and paired comparisons from the
+previous ``NAME.json``, and the page says so. A card section may render such a table's ``.json`` instead of runs.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import sys
 import time
 from pathlib import Path
 
@@ -195,21 +200,80 @@ def rows_markdown(rows: list[dict], paired: list[dict] = ()) -> str:
     return "\n".join(lines) + "\n"
 
 
-def table_markdown(rows: list[dict], title: str, command: str, paired: list[dict] = (), notes: str = "") -> str:
-    """The table page: title, the command that wrote it, ``notes`` (how the run folders were made), the tables."""
+def table_markdown(rows: list[dict], title: str, command: str, paired: list[dict] = (), notes: str = "",
+                   carried: dict[str, str] | None = None) -> str:
+    """The table page: title, the command that wrote it, ``notes`` (how the run folders were made), where rows
+    carried over from the previous version came from (``carried``: model -> provenance), the tables."""
     notes = notes.strip()
-    return (f"# {title}\n\nMeasured with: `{command}`\n\n" + (f"{notes}\n\n" if notes else "")
+    kept = "".join(f"Rows of `{m}` carried over from the previous version of this table (no run folders for it "
+                   f"where this one was written): {src}.\n\n" for m, src in (carried or {}).items())
+    return (f"# {title}\n\nMeasured with: `{command}`\n\n" + (f"{notes}\n\n" if notes else "") + kept
             + rows_markdown(rows, paired))
+
+
+def carry_over(previous: Path, models: list[str], conds: list[str], rows: list[dict], paired: list[dict]
+               ) -> tuple[list[dict], list[dict], dict[str, str]]:
+    """Rows and paired comparisons for the models with no run folder here, taken from the previous table's
+    ``.json`` (a table over models whose runs were made on different machines or sessions). Returns rows and
+    paired lines in ``models`` order and the provenance of each carried model."""
+    present = {r["model"] for r in rows}
+    absent = [m for m in models if m not in present]
+    if not absent:
+        return rows, paired, {}
+    if not previous.exists():
+        raise SystemExit(f"--table-keep-absent: no run folders for {', '.join(absent)} and no previous table "
+                         f"{previous} to carry their rows over from")
+    try:
+        old = json.loads(previous.read_text())
+        old_rows, old_paired = old["rows"], old.get("paired", [])
+    except (json.JSONDecodeError, KeyError, TypeError) as e:
+        raise SystemExit(f"--table-keep-absent: {previous} is not a table written by --table ({e!r})")
+    carried = {}
+    for m in absent:
+        if not any(r.get("model") == m for r in old_rows):
+            print(f"--table-keep-absent: {m}: no run folders and no rows in {previous}; left out", file=sys.stderr)
+            continue
+        carried[m] = (old.get("carried", {}).get(m)
+                      or (f"run folders under `{old['runs']}`" if old.get("runs") else
+                          "a version written before tables recorded their runs root (the notes above say how "
+                          "its runs were made)")
+                      + (f", table written {old['written']}" if old.get("written") else ""))
+    order = {m: i for i, m in enumerate(models)}
+    keep = [r for r in old_rows if r.get("model") in carried and r.get("memory") in conds]
+    rows = sorted(rows + keep, key=lambda r: order[r["model"]])  # stable: condition order within a model kept
+    paired = sorted(paired + [r for r in old_paired if r.get("model") in carried], key=lambda r: order[r["model"]])
+    return rows, paired, carried
+
+
+def write_table(out: Path, root: Path, models: list[str], conds: list[str], title: str, command: str,
+                notes: str = "", keep_absent: bool = False) -> str:
+    """``--table``: the markdown page ``out`` and its ``.json`` (rows, paired comparisons, provenance) from the
+    run folders ``root/<model>/<cond>``; with ``keep_absent`` the models with no folders keep their previous rows."""
+    rows = folder_table(root, models, conds)
+    paired = paired_table(root, models, PAIRS)
+    carried: dict[str, str] = {}
+    if keep_absent:
+        rows, paired, carried = carry_over(out.with_suffix(".json"), models, conds, rows, paired)
+    if not rows:
+        raise SystemExit(f"--table: no run folders under {root}/<model>/<condition>")
+    text = table_markdown(rows, title, command, paired, notes, carried)
+    record = {"rows": rows, "paired": paired, "runs": str(root), "written": time.strftime("%Y-%m-%d"),
+              "carried": carried}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    for path, body in ((out, text), (out.with_suffix(".json"), json.dumps(record, indent=1))):
+        tmp = path.with_name(path.name + ".tmp")  # both written whole, or the old ones stay
+        tmp.write_text(body)
+        tmp.replace(path)
+    return text
 
 
 PAIRS = [("traj", "none"), ("icl", "none"), ("traj", "icl"), ("traj", "other_type"), ("traj", "random_same")]
 
 
 def write_card(adapter: str, sections: list[str], models: list[str], conds: list[str]) -> None:
-    """Write the evaluation section of the adapter's MODEL_CARD.md (rebuilt from its training_log.json) from
-    run folders: each section ``TITLE=ROOT`` reads ``ROOT/<model>/<cond>`` like ``--table``."""
-    import sys
-
+    """Write the evaluation section of the adapter's MODEL_CARD.md (rebuilt from its training_log.json): each
+    section ``TITLE=ROOT`` reads the run folders ``ROOT/<model>/<cond>`` like ``--table``; ``TITLE=TABLE.json``
+    renders a table ``--table`` wrote (its rows of ``models`` x ``conds``), so the card and the report agree."""
     from workbench.training.card import adapter_summary, write_model_card
 
     parts = ["## Evaluation (never trained or tuned on valid_unseen)", "",
@@ -220,12 +284,22 @@ def write_card(adapter: str, sections: list[str], models: list[str], conds: list
     for section in sections:
         title, _, root = section.partition("=")
         if not root:
-            raise SystemExit(f"--card-section {section!r}: expected TITLE=RUNS_ROOT")
-        rows = folder_table(Path(root), models, conds)
+            raise SystemExit(f"--card-section {section!r}: expected TITLE=RUNS_ROOT or TITLE=TABLE.json")
+        if root.endswith(".json"):
+            try:
+                table = json.loads(Path(root).read_text())
+                rows = [r for r in table["rows"] if r["model"] in models and r["memory"] in conds]
+                paired = [r for r in table.get("paired", []) if r["model"] in models]
+            except (OSError, json.JSONDecodeError, KeyError, TypeError) as e:
+                raise SystemExit(f"--card-section {section!r}: {root} is not a table written by --table ({e!r})")
+            source = f"Table: `{root}` (its page `{Path(root).with_suffix('.md')}` says how the runs were made)."
+        else:
+            rows, paired = folder_table(Path(root), models, conds), paired_table(Path(root), models, PAIRS)
+            source = f"Runs: `{root}/<model>/<condition>`."
         if not rows:
-            raise SystemExit(f"--card-section {section!r}: no run folders under {root}/<model>/<condition>")
-        parts += ["", f"### {title}", "", f"Runs: `{root}/<model>/<condition>`.", "",
-                  rows_markdown(rows, paired_table(Path(root), models, PAIRS)).rstrip()]
+            raise SystemExit(f"--card-section {section!r}: " + (f"no rows for {models} x {conds} in {root}"
+                             if root.endswith(".json") else f"no run folders under {root}/<model>/<condition>"))
+        parts += ["", f"### {title}", "", source, "", rows_markdown(rows, paired).rstrip()]
     record = json.loads((Path(adapter) / "training_log.json").read_text())
     write_model_card(adapter, record, adapter_summary(adapter), "\n".join(parts))
 
@@ -255,24 +329,19 @@ def main() -> None:
     ap.add_argument("--table-title", default="valid_unseen: memory conditions")
     ap.add_argument("--table-notes", metavar="NOTES_MD", help="with --table: markdown put between the command and "
                     "the tables (how the run folders were made), kept in a file so a regenerated table keeps it")
+    ap.add_argument("--table-keep-absent", action="store_true", help="with --table: models with no run folders "
+                    "under --runs keep their rows and paired comparisons from the previous OUT.json, marked as such")
     a = ap.parse_args()
     if a.table:
-        import sys
-
-        rows = folder_table(Path(a.runs or "runs/full/01_baselines"), a.table_models, a.table_conditions)
-        if not rows:
-            raise SystemExit(f"--table: no run folders under {a.runs or 'runs/full/01_baselines'}/<model>/<condition>")
-        notes = Path(a.table_notes).read_text() if a.table_notes else ""
         out = Path(a.table)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        paired = paired_table(Path(a.runs or "runs/full/01_baselines"), a.table_models, PAIRS)
-        out.write_text(table_markdown(rows, a.table_title, " ".join(["python", *sys.argv]), paired, notes))
-        out.with_suffix(".json").write_text(json.dumps({"rows": rows, "paired": paired}, indent=1))
+        text = write_table(out, Path(a.runs or "runs/full/01_baselines"), a.table_models, a.table_conditions,
+                           a.table_title, " ".join(["python", *sys.argv]),
+                           Path(a.table_notes).read_text() if a.table_notes else "", a.table_keep_absent)
         if out.parent.name == "tables" and (out.parent.parent / "index.md").exists():
             from workbench.reporting.save import Reports
 
             Reports(out.parent.parent, "agent_eval").index()  # the reports' index lists the new table
-        print(out.read_text())
+        print(text)
         return
     if a.card:
         write_card(a.card, a.card_section or [f"valid_unseen={a.runs or 'runs/full/01_baselines'}"], a.table_models,

@@ -86,3 +86,61 @@ def test_table_keeps_its_notes_file_across_regeneration(agent_eval, tmp_path, mo
     with pytest.raises(SystemExit, match="no run folders"):
         agent_eval.main()
     capsys.readouterr()
+
+
+def test_table_keeps_rows_of_a_model_whose_runs_are_elsewhere(agent_eval, tmp_path, monkeypatch, capsys):
+    """Regenerating a two-model table where only one model's runs are present: with --table-keep-absent the other
+    keeps its rows and paired lines from the previous .json, marked as carried over; without, it is dropped."""
+    first, second = tmp_path / "runs1", tmp_path / "runs2"
+    for cond, wins in (("none", [False, False, True]), ("traj", [True, True, False])):
+        _folder(first, "a", cond, wins, [True, False])
+        _folder(first, "b", cond, [False] * 3, [False, False])
+    _folder(second, "b", "none", [True, False, False], [True, True])
+    _folder(second, "b", "traj", [True, True, True], [True, True])
+    out = tmp_path / "tables" / "t.md"
+
+    def table(runs, *extra):
+        monkeypatch.setattr(sys, "argv", ["agent_eval.py", "--table", str(out), "--runs", str(runs), "--table-models",
+                                          "a", "b", "--table-conditions", "none", "traj", *extra])
+        agent_eval.main()
+        capsys.readouterr()
+        return json.loads(out.with_suffix(".json").read_text()), out.read_text()
+
+    table(first)
+    data, md = table(second, "--table-keep-absent")
+    assert [(r["model"], r["memory"], r["success_rate"]) for r in data["rows"]] == [
+        ("a", "none", 1 / 3), ("a", "traj", 2 / 3), ("b", "none", 1 / 3), ("b", "traj", 1.0)]
+    assert {r["model"] for r in data["paired"]} == {"a", "b"}
+    assert data["carried"] == {"a": f"run folders under `{first}`, table written {data['written']}"}
+    assert f"Rows of `a` carried over from the previous version of this table" in md
+    assert "| a | traj vs none (episodes) | 3 | 66.7% | 33.3% | +33.3 pts | 2 | 1 | 1 |" in md
+    # carried again: the provenance stays the original one, not the table that carried it
+    data2, _ = table(second, "--table-keep-absent")
+    assert data2["carried"] == data["carried"] and data2["rows"] == data["rows"]
+    data3, md3 = table(second)  # without the flag: only what the runs hold
+    assert {r["model"] for r in data3["rows"]} == {"b"} and "carried over" not in md3
+    out.with_suffix(".json").write_text("{not json")
+    with pytest.raises(SystemExit, match="t.json is not a table"):
+        table(second, "--table-keep-absent")
+    assert out.with_suffix(".json").read_text() == "{not json"  # nothing written on failure
+
+
+def test_card_section_renders_a_table_json(agent_eval, tmp_path, monkeypatch):
+    adapter = tmp_path / "adapter"
+    shutil.copytree(ADAPTER, adapter)
+    _folder(tmp_path / "runs", "smollm2-135m-alfworld", "traj", [True, False, False, False], [True, False])
+    _folder(tmp_path / "runs", "smollm2-135m-alfworld", "none", [False] * 4, [False, False])
+    table = tmp_path / "t.json"
+    table.write_text(json.dumps({"rows": agent_eval.folder_table(tmp_path / "runs", ["smollm2-135m-alfworld"],
+                                                                 ["none", "traj"]),
+                                 "paired": agent_eval.paired_table(tmp_path / "runs", ["smollm2-135m-alfworld"],
+                                                                   agent_eval.PAIRS)}))
+    monkeypatch.setattr(sys, "argv", ["agent_eval.py", "--card", str(adapter)])
+    agent_eval.write_card(str(adapter), [f"valid_unseen, 4 tasks={table}"], ["smollm2-135m-alfworld"], ["traj"])
+    card = (adapter / "MODEL_CARD.md").read_text()
+    assert "| smollm2-135m-alfworld | traj | 4 | 25.0% |" in card and f"Table: `{table}`" in card
+    assert "| smollm2-135m-alfworld | none |" not in card  # only the conditions asked for
+    assert "traj vs none (episodes) | 4 | 25.0% | 0.0% |" in card
+    table.write_text("[]")
+    with pytest.raises(SystemExit, match="not a table written by --table"):
+        agent_eval.write_card(str(adapter), [f"x={table}"], ["smollm2-135m-alfworld"], ["traj"])
