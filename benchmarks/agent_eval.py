@@ -17,8 +17,9 @@ Tables and the model card read run folders ``ROOT/<model>/<condition>`` (from he
         --card-section "valid_unseen=ROOT" --card-section "valid_seen=reports/tables/NAME.json"
 
 A table over models whose runs live on different machines or sessions is regenerated from the folders at hand
-with ``--table-keep-absent``: a model with no folders under ROOT keeps its rows and paired comparisons from the
-previous ``NAME.json``, and the page says so. A card section may render such a table's ``.json`` instead of runs.
+with ``--table-keep-absent``: what has no folders under ROOT (a model, or a model's teacher forcing) keeps its rows
+and paired comparisons from the previous ``NAME.json``, and the page says so. A card section may render such a
+table's ``.json`` instead of runs.
 """
 
 from __future__ import annotations
@@ -202,53 +203,77 @@ def rows_markdown(rows: list[dict], paired: list[dict] = ()) -> str:
 
 def table_markdown(rows: list[dict], title: str, command: str, paired: list[dict] = (), notes: str = "",
                    carried: dict[str, str] | None = None) -> str:
-    """The table page: title, the command that wrote it, ``notes`` (how the run folders were made), where rows
-    carried over from the previous version came from (``carried``: model -> provenance), the tables."""
+    """The table page: title, the command that wrote it, ``notes`` (how the run folders were made), what was
+    carried over from the previous version (``carried``: "model: part" -> provenance), the tables."""
     notes = notes.strip()
-    kept = "".join(f"Rows of `{m}` carried over from the previous version of this table (no run folders for it "
-                   f"where this one was written): {src}.\n\n" for m, src in (carried or {}).items())
+    by_source: dict[str, list[str]] = {}
+    for what, src in (carried or {}).items():
+        by_source.setdefault(src, []).append(what)
+    kept = "".join(f"Carried over from the previous version of this table (no run folders for them where this one "
+                   f"was written), from {src}: {'; '.join(whats)}.\n\n" for src, whats in by_source.items())
     return (f"# {title}\n\nMeasured with: `{command}`\n\n" + (f"{notes}\n\n" if notes else "") + kept
             + rows_markdown(rows, paired))
 
 
+# the two parts of a table row, each from its own files of a run folder, and the paired lines each part makes
+PARTS = {"episodes": ("episodes", "success_rate", "avg_steps", "memory_tokens", "by_task_type"),
+         "teacher forcing": ("tf_steps", "tf_accuracy", "tf_mean_p_expert")}
+PAIRED_KIND = {"episodes": "episodes", "teacher forcing": "TF steps"}
+
+
 def carry_over(previous: Path, models: list[str], conds: list[str], rows: list[dict], paired: list[dict]
                ) -> tuple[list[dict], list[dict], dict[str, str]]:
-    """Rows and paired comparisons for the models with no run folder here, taken from the previous table's
-    ``.json`` (a table over models whose runs were made on different machines or sessions). Returns rows and
-    paired lines in ``models`` order and the provenance of each carried model."""
-    present = {r["model"] for r in rows}
-    absent = [m for m in models if m not in present]
-    if not absent:
-        return rows, paired, {}
+    """What the run folders at hand lack, taken from the previous table's ``.json`` (a table over models, or
+    parts, whose runs were made on different machines or sessions): a part of a row (episodes, teacher forcing)
+    with no files here keeps its previous values, and a paired line whose two conditions both had that part
+    carried is kept too. Returns rows and paired lines in ``models`` order and the provenance of each carried
+    "model: part"."""
     if not previous.exists():
-        raise SystemExit(f"--table-keep-absent: no run folders for {', '.join(absent)} and no previous table "
-                         f"{previous} to carry their rows over from")
+        return rows, paired, {}
     try:
         old = json.loads(previous.read_text())
-        old_rows, old_paired = old["rows"], old.get("paired", [])
+        old_rows = {(r["model"], r["memory"]): r for r in old["rows"]}
+        old_paired = old.get("paired", [])
     except (json.JSONDecodeError, KeyError, TypeError) as e:
         raise SystemExit(f"--table-keep-absent: {previous} is not a table written by --table ({e!r})")
-    carried = {}
-    for m in absent:
-        if not any(r.get("model") == m for r in old_rows):
-            print(f"--table-keep-absent: {m}: no run folders and no rows in {previous}; left out", file=sys.stderr)
-            continue
-        carried[m] = (old.get("carried", {}).get(m)
-                      or (f"run folders under `{old['runs']}`" if old.get("runs") else
-                          "a version written before tables recorded their runs root (the notes above say how "
-                          "its runs were made)")
-                      + (f", table written {old['written']}" if old.get("written") else ""))
+    here = {(r["model"], r["memory"]): r for r in rows}
+    carried: dict[str, str] = {}
+    moved: set[tuple[str, str, str]] = set()  # (model, condition, part) taken from the old table
+    merged = []
+    for model in models:
+        for cond in conds:
+            new, prev = here.get((model, cond)), old_rows.get((model, cond))
+            if prev is None:
+                if new is not None:
+                    merged.append(new)
+                continue
+            row = dict(new) if new is not None else {"model": model, "memory": cond}
+            for part, fields in PARTS.items():
+                if any(row.get(f) not in (None, {}) for f in fields) or all(prev.get(f) in (None, {}) for f in fields):
+                    continue  # measured here, or not in the old table either
+                row.update({f: prev.get(f) for f in fields})
+                moved.add((model, cond, part))
+                label = f"{model}: {part}"
+                carried[label] = (old.get("carried", {}).get(label)
+                                  or (f"run folders under `{old['runs']}`" if old.get("runs") else
+                                      "a version written before tables recorded their runs root (the notes above "
+                                      "say how its runs were made)")
+                                  + (f", table written {old['written']}" if old.get("written") else ""))
+            row.setdefault("by_task_type", {})
+            merged.append(row)
+    kinds = {v: k for k, v in PAIRED_KIND.items()}
+    have = {(r["model"], r["a"], r["b"], r["kind"]) for r in paired}
     order = {m: i for i, m in enumerate(models)}
-    keep = [r for r in old_rows if r.get("model") in carried and r.get("memory") in conds]
-    rows = sorted(rows + keep, key=lambda r: order[r["model"]])  # stable: condition order within a model kept
-    paired = sorted(paired + [r for r in old_paired if r.get("model") in carried], key=lambda r: order[r["model"]])
-    return rows, paired, carried
+    keep = [r for r in old_paired if r.get("model") in order and (r["model"], r["a"], r["b"], r["kind"]) not in have
+            and all((r["model"], c, kinds.get(r["kind"])) in moved for c in (r["a"], r["b"]))]
+    paired = sorted(paired + keep, key=lambda r: order[r["model"]])  # stable: comparison order within a model kept
+    return merged, paired, carried
 
 
 def write_table(out: Path, root: Path, models: list[str], conds: list[str], title: str, command: str,
                 notes: str = "", keep_absent: bool = False) -> str:
     """``--table``: the markdown page ``out`` and its ``.json`` (rows, paired comparisons, provenance) from the
-    run folders ``root/<model>/<cond>``; with ``keep_absent`` the models with no folders keep their previous rows."""
+    run folders ``root/<model>/<cond>``; with ``keep_absent`` what the folders lack keeps its previous values."""
     rows = folder_table(root, models, conds)
     paired = paired_table(root, models, PAIRS)
     carried: dict[str, str] = {}
@@ -329,8 +354,9 @@ def main() -> None:
     ap.add_argument("--table-title", default="valid_unseen: memory conditions")
     ap.add_argument("--table-notes", metavar="NOTES_MD", help="with --table: markdown put between the command and "
                     "the tables (how the run folders were made), kept in a file so a regenerated table keeps it")
-    ap.add_argument("--table-keep-absent", action="store_true", help="with --table: models with no run folders "
-                    "under --runs keep their rows and paired comparisons from the previous OUT.json, marked as such")
+    ap.add_argument("--table-keep-absent", action="store_true", help="with --table: what has no run folders under "
+                    "--runs (a model, or a model's episodes or teacher forcing) keeps its rows and paired "
+                    "comparisons from the previous OUT.json, marked as such")
     a = ap.parse_args()
     if a.table:
         out = Path(a.table)

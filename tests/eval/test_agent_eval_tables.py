@@ -88,15 +88,18 @@ def test_table_keeps_its_notes_file_across_regeneration(agent_eval, tmp_path, mo
     capsys.readouterr()
 
 
-def test_table_keeps_rows_of_a_model_whose_runs_are_elsewhere(agent_eval, tmp_path, monkeypatch, capsys):
-    """Regenerating a two-model table where only one model's runs are present: with --table-keep-absent the other
-    keeps its rows and paired lines from the previous .json, marked as carried over; without, it is dropped."""
+def test_table_keeps_what_the_runs_at_hand_lack(agent_eval, tmp_path, monkeypatch, capsys):
+    """Regenerating a two-model table where only part of the runs are present: with --table-keep-absent a model
+    with no folders keeps its rows and paired lines from the previous .json, and a row whose teacher forcing is
+    not here keeps its TF columns and TF paired lines; all marked as carried over. Without the flag: only the runs."""
     first, second = tmp_path / "runs1", tmp_path / "runs2"
     for cond, wins in (("none", [False, False, True]), ("traj", [True, True, False])):
         _folder(first, "a", cond, wins, [True, False])
-        _folder(first, "b", cond, [False] * 3, [False, False])
+        _folder(first, "b", cond, [False] * 3, [False, True])
     _folder(second, "b", "none", [True, False, False], [True, True])
     _folder(second, "b", "traj", [True, True, True], [True, True])
+    for cond in ("none", "traj"):  # b's episodes were played again here, its teacher forcing was not
+        (second / "b" / cond / "teacher_forced.json").unlink()
     out = tmp_path / "tables" / "t.md"
 
     def table(runs, *extra):
@@ -108,17 +111,22 @@ def test_table_keeps_rows_of_a_model_whose_runs_are_elsewhere(agent_eval, tmp_pa
 
     table(first)
     data, md = table(second, "--table-keep-absent")
-    assert [(r["model"], r["memory"], r["success_rate"]) for r in data["rows"]] == [
-        ("a", "none", 1 / 3), ("a", "traj", 2 / 3), ("b", "none", 1 / 3), ("b", "traj", 1.0)]
-    assert {r["model"] for r in data["paired"]} == {"a", "b"}
-    assert data["carried"] == {"a": f"run folders under `{first}`, table written {data['written']}"}
-    assert f"Rows of `a` carried over from the previous version of this table" in md
+    assert [(r["model"], r["memory"], r["success_rate"], r["tf_accuracy"]) for r in data["rows"]] == [
+        ("a", "none", 1 / 3, 0.5), ("a", "traj", 2 / 3, 0.5), ("b", "none", 1 / 3, 0.5), ("b", "traj", 1.0, 0.5)]
+    src = f"run folders under `{first}`, table written {data['written']}"
+    assert data["carried"] == {"a: episodes": src, "a: teacher forcing": src, "b: teacher forcing": src}
+    assert f"Carried over from the previous version of this table (no run folders for them where this one was " \
+           f"written), from {src}: a: episodes; a: teacher forcing; b: teacher forcing." in md
+    kinds = {(r["model"], r["a"], r["b"], r["kind"]): r for r in data["paired"]}
+    assert kinds[("b", "traj", "none", "episodes")]["only_a"] == 2  # from the runs here
+    assert kinds[("b", "traj", "none", "TF steps")]["n"] == 2  # kept: both conditions' TF carried
     assert "| a | traj vs none (episodes) | 3 | 66.7% | 33.3% | +33.3 pts | 2 | 1 | 1 |" in md
     # carried again: the provenance stays the original one, not the table that carried it
     data2, _ = table(second, "--table-keep-absent")
     assert data2["carried"] == data["carried"] and data2["rows"] == data["rows"]
     data3, md3 = table(second)  # without the flag: only what the runs hold
-    assert {r["model"] for r in data3["rows"]} == {"b"} and "carried over" not in md3
+    assert [(r["model"], r["tf_accuracy"]) for r in data3["rows"]] == [("b", None), ("b", None)]
+    assert "Carried over" not in md3 and not data3["carried"]
     out.with_suffix(".json").write_text("{not json")
     with pytest.raises(SystemExit, match="t.json is not a table"):
         table(second, "--table-keep-absent")
