@@ -135,7 +135,8 @@ def folder_table(root: Path, models: list[str], conds: list[str]) -> list[dict]:
                          "success_rate": m.get("success_rate"), "avg_steps": m.get("avg_steps"),
                          "memory_tokens": m.get("memory_tokens"), "tf_steps": tf.get("n_steps"),
                          "tf_accuracy": tf.get("accuracy"), "tf_mean_p_expert": tf.get("mean_p_expert"),
-                         "by_task_type": {k: v["success_rate"] for k, v in (m.get("by_task_type") or {}).items()}})
+                         "by_task_type": {k: v["success_rate"] for k, v in (m.get("by_task_type") or {}).items()},
+                         "action_patterns": m.get("action_patterns")})
     return rows
 
 
@@ -190,6 +191,17 @@ def rows_markdown(rows: list[dict], paired: list[dict] = ()) -> str:
             if r["by_task_type"]:
                 lines.append(f"| {r['model']} | {r['memory']} | "
                              + " | ".join(pct(r["by_task_type"].get(t)) for t in types) + " |")
+    moves = [r for r in rows if r.get("action_patterns")]
+    if moves:
+        lines += ["", "How the episodes move (`workbench.eval.metrics.action_patterns`): oscillation = steps going back "
+                  "to the action of two steps before (A, B, A, B); repeat = the last action again; go to = share of "
+                  "navigation actions; take = episodes that ever pick something up:", "",
+                  "| model | memory | oscillation | repeat | distinct actions / episode | go to | take |",
+                  "|---|---|---|---|---|---|---|"]
+        for r in moves:
+            p = r["action_patterns"]
+            lines.append(f"| {r['model']} | {r['memory']} | {pct(p['oscillation'])} | {pct(p['repeat'])} | "
+                         f"{p['distinct_actions']:.1f} | {pct(p['navigation'])} | {pct(p['took_object'])} |")
     if paired:
         lines += ["", "Paired comparisons (items both conditions scored; exact McNemar test on the discordant ones):",
                   "", "| model | A vs B | items | A | B | A − B | only A | only B | p |",
@@ -204,19 +216,21 @@ def rows_markdown(rows: list[dict], paired: list[dict] = ()) -> str:
 def table_markdown(rows: list[dict], title: str, command: str, paired: list[dict] = (), notes: str = "",
                    carried: dict[str, str] | None = None) -> str:
     """The table page: title, the command that wrote it, ``notes`` (how the run folders were made), what was
-    carried over from the previous version (``carried``: "model: part" -> provenance), the tables."""
+    carried over from the previous version (``carried``: "model: part: condition" -> provenance), the tables."""
     notes = notes.strip()
-    by_source: dict[str, list[str]] = {}
+    by_source: dict[str, dict[str, list[str]]] = {}  # provenance -> "model part" -> conditions
     for what, src in (carried or {}).items():
-        by_source.setdefault(src, []).append(what)
+        model, part, cond = what.split(": ")
+        by_source.setdefault(src, {}).setdefault(f"{model} {part}", []).append(cond)
     kept = "".join(f"Carried over from the previous version of this table (no run folders for them where this one "
-                   f"was written), from {src}: {'; '.join(whats)}.\n\n" for src, whats in by_source.items())
+                   f"was written), from {src}: " + "; ".join(f"{k} ({', '.join(v)})" for k, v in whats.items())
+                   + ".\n\n" for src, whats in by_source.items())
     return (f"# {title}\n\nMeasured with: `{command}`\n\n" + (f"{notes}\n\n" if notes else "") + kept
             + rows_markdown(rows, paired))
 
 
 # the two parts of a table row, each from its own files of a run folder, and the paired lines each part makes
-PARTS = {"episodes": ("episodes", "success_rate", "avg_steps", "memory_tokens", "by_task_type"),
+PARTS = {"episodes": ("episodes", "success_rate", "avg_steps", "memory_tokens", "by_task_type", "action_patterns"),
          "teacher forcing": ("tf_steps", "tf_accuracy", "tf_mean_p_expert")}
 PAIRED_KIND = {"episodes": "episodes", "teacher forcing": "TF steps"}
 
@@ -227,7 +241,7 @@ def carry_over(previous: Path, models: list[str], conds: list[str], rows: list[d
     parts, whose runs were made on different machines or sessions): a part of a row (episodes, teacher forcing)
     with no files here keeps its previous values, and a paired line whose two conditions both had that part
     carried is kept too. Returns rows and paired lines in ``models`` order and the provenance of each carried
-    "model: part"."""
+    "model: part: condition"."""
     if not previous.exists():
         return rows, paired, {}
     try:
@@ -253,7 +267,7 @@ def carry_over(previous: Path, models: list[str], conds: list[str], rows: list[d
                     continue  # measured here, or not in the old table either
                 row.update({f: prev.get(f) for f in fields})
                 moved.add((model, cond, part))
-                label = f"{model}: {part}"
+                label = f"{model}: {part}: {cond}"
                 carried[label] = (old.get("carried", {}).get(label)
                                   or (f"run folders under `{old['runs']}`" if old.get("runs") else
                                       "a version written before tables recorded their runs root (the notes above "

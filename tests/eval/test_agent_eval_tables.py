@@ -28,7 +28,9 @@ def _folder(root, model, cond, wins, tf_hits):
         json.dumps({"task_id": f"t{i}", "success": w}) + "\n" for i, w in enumerate(wins)))
     (folder / "metrics.json").write_text(json.dumps({
         "n_episodes": len(wins), "success_rate": sum(wins) / len(wins), "avg_steps": 30.0, "memory_tokens": 5,
-        "by_task_type": {"pick": {"success_rate": sum(wins) / len(wins)}}}))
+        "by_task_type": {"pick": {"success_rate": sum(wins) / len(wins)}},
+        "action_patterns": {"oscillation": 0.9, "repeat": 0.0, "distinct_actions": 2.5, "navigation": 0.95,
+                            "took_object": sum(wins) / len(wins)}}))
     steps = [{"task_id": "t0", "step": i, "expert": "a", "chosen": "a" if h else "b", "p_expert": 0.5}
              for i, h in enumerate(tf_hits)]
     (folder / "teacher_forced.json").write_text(json.dumps({
@@ -52,6 +54,7 @@ def test_table_rows_and_paired_comparisons_come_from_the_folders(agent_eval, tmp
     md = agent_eval.table_markdown(rows, "T", "cmd", list(paired.values()))
     assert "| m | traj | 10 | 70.0% | 30.0 | 5 | 4 | 100.0% | 0.500 |" in md
     assert "| m | traj vs none (episodes) | 10 | 70.0% | 20.0% | +50.0 pts | 6 | 1 | 0.125 |" in md
+    assert "| m | traj | 90.0% | 0.0% | 2.5 | 95.0% | 70.0% |" in md  # how the episodes move
 
 
 def test_card_evaluation_is_written_from_run_folders(agent_eval, tmp_path, monkeypatch):
@@ -114,9 +117,12 @@ def test_table_keeps_what_the_runs_at_hand_lack(agent_eval, tmp_path, monkeypatc
     assert [(r["model"], r["memory"], r["success_rate"], r["tf_accuracy"]) for r in data["rows"]] == [
         ("a", "none", 1 / 3, 0.5), ("a", "traj", 2 / 3, 0.5), ("b", "none", 1 / 3, 0.5), ("b", "traj", 1.0, 0.5)]
     src = f"run folders under `{first}`, table written {data['written']}"
-    assert data["carried"] == {"a: episodes": src, "a: teacher forcing": src, "b: teacher forcing": src}
+    assert data["carried"] == {f"{m}: {part}: {c}": src for m, part in (("a", "episodes"), ("a", "teacher forcing"),
+                                                                         ("b", "teacher forcing"))
+                               for c in ("none", "traj")}
     assert f"Carried over from the previous version of this table (no run folders for them where this one was " \
-           f"written), from {src}: a: episodes; a: teacher forcing; b: teacher forcing." in md
+           f"written), from {src}: a episodes (none, traj); a teacher forcing (none, traj); b teacher forcing " \
+           f"(none, traj)." in md
     kinds = {(r["model"], r["a"], r["b"], r["kind"]): r for r in data["paired"]}
     assert kinds[("b", "traj", "none", "episodes")]["only_a"] == 2  # from the runs here
     assert kinds[("b", "traj", "none", "TF steps")]["n"] == 2  # kept: both conditions' TF carried

@@ -1,4 +1,4 @@
-"""Metrics over trajectories: success, steps, memory tokens, SR@k (success within k steps)."""
+"""Metrics over trajectories: success, steps, memory tokens, SR@k (success within k steps), action patterns."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from statistics import mean
 
 from workbench.memory.trajectory import Trajectory
 
-__all__ = ["SR_KS", "success_rate_at", "episode_metrics", "by_task_type"]
+__all__ = ["SR_KS", "action_patterns", "success_rate_at", "episode_metrics", "by_task_type"]
 
 SR_KS = (5, 10, 15, 20, 30, 40, 50)
 
@@ -24,13 +24,35 @@ def _step_mean(trajs: list[Trajectory], key: str) -> float:
     return mean(vals) if vals else 0.0
 
 
+def action_patterns(trajs: list[Trajectory]) -> dict:
+    """How an agent moves, from its actions alone (why a run fails when it fails everywhere).
+
+    Returns:
+        ``oscillation``: share of steps, from each episode's third on, that go back to the action of two steps
+        before while differing from the last one (A, B, A, B, ...); ``repeat``: share of steps that repeat the last
+        action; ``distinct_actions``: mean number of different actions per episode; ``navigation``: share of
+        ``go to`` actions; ``took_object``: share of episodes with at least one ``take``.
+    """
+    acts = [t.actions() for t in trajs]
+    pairs = sum(max(len(a) - 1, 0) for a in acts)  # steps with a last action
+    later = sum(max(len(a) - 2, 0) for a in acts)  # steps with one two steps before
+    steps = sum(len(a) for a in acts)
+    return {
+        "oscillation": sum(x == z != y for a in acts for x, y, z in zip(a, a[1:], a[2:])) / later if later else 0.0,
+        "repeat": sum(x == y for a in acts for x, y in zip(a, a[1:])) / pairs if pairs else 0.0,
+        "distinct_actions": mean(len(set(a)) for a in acts) if acts else 0.0,
+        "navigation": sum(x.startswith("go to ") for a in acts for x in a) / steps if steps else 0.0,
+        "took_object": sum(any(x.startswith("take ") for x in a) for a in acts) / len(acts) if acts else 0.0,
+    }
+
+
 def episode_metrics(trajs: list[Trajectory]) -> dict:
     """Aggregate metrics of a run.
 
     Returns:
         ``n_episodes``, ``success_rate``, ``avg_steps`` (all episodes), ``avg_steps_success``,
         ``memory_tokens`` (mean memory-block tokens per step, model tokenizer), ``prompt_tokens`` (mean per
-        step), ``sr_at_k`` ({k: SR@k}).
+        step), ``sr_at_k`` ({k: SR@k}), ``action_patterns`` (``action_patterns``).
     """
     n = len(trajs)
     succ = [t for t in trajs if t.success]
@@ -42,6 +64,7 @@ def episode_metrics(trajs: list[Trajectory]) -> dict:
         "memory_tokens": _step_mean(trajs, "memory_tokens"),
         "prompt_tokens": _step_mean(trajs, "prompt_tokens"),
         "sr_at_k": {str(k): success_rate_at(trajs, k) for k in SR_KS},
+        "action_patterns": action_patterns(trajs),
     }
 
 

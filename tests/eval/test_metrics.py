@@ -1,0 +1,29 @@
+"""workbench.eval.metrics: action patterns, the behaviour behind a success rate."""
+
+import pytest
+
+from workbench.eval.metrics import action_patterns, episode_metrics
+from workbench.memory.trajectory import Step, Trajectory
+
+
+def _traj(actions, success=False):
+    return Trajectory(task_id=f"t{len(actions)}{actions[:1]}", task_type="pick", goal="put a mug in cabinet.",
+                      steps=tuple(Step(observation="o", action=a) for a in actions), success=success)
+
+
+def test_action_patterns_tell_an_oscillating_agent_from_a_working_one():
+    stuck = _traj(["go to safe 1", "go to cabinet 4"] * 5)  # A, B, A, B ...
+    worker = _traj(["go to countertop 1", "take mug 1 from countertop 1", "go to cabinet 1", "open cabinet 1",
+                    "put mug 1 in/on cabinet 1"], success=True)
+    p = action_patterns([stuck])
+    assert p["oscillation"] == 1.0 and p["repeat"] == 0.0 and p["distinct_actions"] == 2
+    assert p["navigation"] == 1.0 and p["took_object"] == 0.0
+    both = action_patterns([stuck, worker])
+    assert both["oscillation"] == pytest.approx(8 / (8 + 3))  # worker: 3 steps with a two-back action, none equal
+    assert both["distinct_actions"] == pytest.approx((2 + 5) / 2)
+    assert both["navigation"] == pytest.approx((10 + 2) / 15) and both["took_object"] == 0.5
+    waiter = action_patterns([_traj(["look", "look", "look"])])
+    assert waiter["repeat"] == 1.0 and waiter["oscillation"] == 0.0  # staying put is not oscillating
+    assert action_patterns([_traj(["look"])]) == {"oscillation": 0.0, "repeat": 0.0, "distinct_actions": 1,
+                                                  "navigation": 0.0, "took_object": 0.0}
+    assert episode_metrics([stuck, worker])["action_patterns"] == both
