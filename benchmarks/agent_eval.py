@@ -140,33 +140,67 @@ def folder_table(root: Path, models: list[str], conds: list[str]) -> list[dict]:
     return rows
 
 
-def paired_table(root: Path, models: list[str], pairs: list[tuple[str, str]]) -> list[dict]:
+Outcomes = tuple[dict, dict]  # ({task_id: won}, {(task_id, step): expert action chosen}) of one run folder
+
+
+def folder_outcomes(root: Path, models: list[str], conds: list[str]) -> dict[tuple[str, str], Outcomes]:
+    """Per (model, condition) with a folder ``root/<model>/<cond>``: which episodes were won (by task) and which
+    teacher-forced steps chose the expert's action (by (task, step)) -- what the paired comparisons match."""
+    from workbench.memory.trajectory import iter_jsonl_dicts
+
+    out = {}
+    for model in models:
+        for cond in conds:
+            folder = root / model / cond
+            eps = ({d["task_id"]: bool(d["success"]) for d in iter_jsonl_dicts(folder / "trajectories.jsonl")}
+                   if (folder / "trajectories.jsonl").exists() else {})
+            tf = (json.loads((folder / "teacher_forced.json").read_text())
+                  if (folder / "teacher_forced.json").exists() else {"per_step": []})
+            steps = {(r["task_id"], r["step"]): r["chosen"] == r["expert"] for r in tf.get("per_step", [])}
+            if eps or steps:
+                out[(model, cond)] = eps, steps
+    return out
+
+
+def pairs_from(outcomes: dict[tuple[str, str], Outcomes], models: list[str], pairs: list[tuple[str, str]]
+               ) -> list[dict]:
     """Paired comparisons of memory conditions per model: episodes matched by task, teacher-forced steps by
     (task, step), each with the exact McNemar test (``workbench.eval.compare.paired_outcomes``)."""
     from workbench.eval.compare import paired_outcomes
-    from workbench.memory.trajectory import iter_jsonl_dicts
-
-    seen: dict[Path, tuple[dict, dict]] = {}
-
-    def outcomes(folder: Path) -> tuple[dict, dict]:  # each folder read once, however many pairs it is in
-        if folder in seen:
-            return seen[folder]
-        eps = ({d["task_id"]: bool(d["success"]) for d in iter_jsonl_dicts(folder / "trajectories.jsonl")}
-               if (folder / "trajectories.jsonl").exists() else {})
-        tf = (json.loads((folder / "teacher_forced.json").read_text()) if (folder / "teacher_forced.json").exists()
-              else {"per_step": []})
-        seen[folder] = eps, {(r["task_id"], r["step"]): r["chosen"] == r["expert"] for r in tf.get("per_step", [])}
-        return seen[folder]
 
     rows = []
     for model in models:
         for a, b in pairs:
-            (ea, ta), (eb, tb) = outcomes(root / model / a), outcomes(root / model / b)
+            (ea, ta), (eb, tb) = outcomes.get((model, a), ({}, {})), outcomes.get((model, b), ({}, {}))
             for kind, x, y in (("episodes", ea, eb), ("TF steps", ta, tb)):
                 r = paired_outcomes(x, y)
                 if r["n"]:
                     rows.append({"model": model, "a": a, "b": b, "kind": kind} | r)
     return rows
+
+
+def paired_table(root: Path, models: list[str], pairs: list[tuple[str, str]]) -> list[dict]:
+    """``pairs_from`` the run folders ``root/<model>/<cond>`` of every condition the pairs name."""
+    return pairs_from(folder_outcomes(root, models, sorted({c for p in pairs for c in p})), models, pairs)
+
+
+def encode_outcomes(outcomes: dict[tuple[str, str], Outcomes]) -> dict:
+    """Outcomes as compact JSON (task ids listed once; episodes as [task index, won], steps as [task index, step,
+    chosen right]) so a table keeps what its paired comparisons were computed from."""
+    tasks = sorted({t for eps, steps in outcomes.values() for t in [*eps, *(k[0] for k in steps)]})
+    index = {t: i for i, t in enumerate(tasks)}
+    return {"tasks": tasks, "runs": [
+        {"model": m, "memory": c, "episodes": [[index[t], int(w)] for t, w in eps.items()],
+         "tf_steps": [[index[t], k, int(h)] for (t, k), h in steps.items()]}
+        for (m, c), (eps, steps) in outcomes.items()]}
+
+
+def decode_outcomes(data: dict) -> dict[tuple[str, str], Outcomes]:
+    """The inverse of ``encode_outcomes``."""
+    tasks = data["tasks"]
+    return {(r["model"], r["memory"]): ({tasks[i]: bool(w) for i, w in r["episodes"]},
+                                        {(tasks[i], k): bool(h) for i, k, h in r["tf_steps"]})
+            for r in data["runs"]}
 
 
 def rows_markdown(rows: list[dict], paired: list[dict] = ()) -> str:
@@ -235,24 +269,27 @@ PARTS = {"episodes": ("episodes", "success_rate", "avg_steps", "memory_tokens", 
 PAIRED_KIND = {"episodes": "episodes", "teacher forcing": "TF steps"}
 
 
-def carry_over(previous: Path, models: list[str], conds: list[str], rows: list[dict], paired: list[dict]
-               ) -> tuple[list[dict], list[dict], dict[str, str]]:
+def carry_over(previous: Path, models: list[str], conds: list[str], rows: list[dict],
+               outcomes: dict[tuple[str, str], Outcomes]) -> tuple[list[dict], list[dict], dict[str, str]]:
     """What the run folders at hand lack, taken from the previous table's ``.json`` (a table over models, or
     parts, whose runs were made on different machines or sessions): a part of a row (episodes, teacher forcing)
-    with no files here keeps its previous values, and a paired line whose two conditions both had that part
-    carried is kept too. Returns rows and paired lines in ``models`` order and the provenance of each carried
+    with no files here keeps its previous values and its outcomes, so every paired comparison is recomputed from
+    fresh and kept outcomes alike. (A previous table written before tables kept their outcomes gives its paired
+    lines as they were, for comparisons whose two conditions both had that part carried.) ``outcomes`` is
+    completed in place. Returns rows and paired lines in ``models`` order and the provenance of each carried
     "model: part: condition"."""
     if not previous.exists():
-        return rows, paired, {}
+        return rows, pairs_from(outcomes, models, PAIRS), {}
     try:
         old = json.loads(previous.read_text())
         old_rows = {(r["model"], r["memory"]): r for r in old["rows"]}
+        old_outcomes = decode_outcomes(old["outcomes"]) if old.get("outcomes") else {}
         old_paired = old.get("paired", [])
-    except (json.JSONDecodeError, KeyError, TypeError) as e:
+    except (json.JSONDecodeError, KeyError, TypeError, IndexError, ValueError) as e:
         raise SystemExit(f"--table-keep-absent: {previous} is not a table written by --table ({e!r})")
     here = {(r["model"], r["memory"]): r for r in rows}
     carried: dict[str, str] = {}
-    moved: set[tuple[str, str, str]] = set()  # (model, condition, part) taken from the old table
+    legacy: set[tuple[str, str, str]] = set()  # (model, condition, paired kind) carried without outcomes
     merged = []
     for model in models:
         for cond in conds:
@@ -261,45 +298,57 @@ def carry_over(previous: Path, models: list[str], conds: list[str], rows: list[d
                 if new is not None:
                     merged.append(new)
                 continue
-            row = dict(new) if new is not None else {"model": model, "memory": cond}
-            for part, fields in PARTS.items():
+            row = dict(new) if new is not None else {"model": model, "memory": cond,
+                                                     **{f: None for fs in PARTS.values() for f in fs}}
+            for n, (part, fields) in enumerate(PARTS.items()):
                 if any(row.get(f) not in (None, {}) for f in fields) or all(prev.get(f) in (None, {}) for f in fields):
                     continue  # measured here, or not in the old table either
                 row.update({f: prev.get(f) for f in fields})
-                moved.add((model, cond, part))
+                if (model, cond) in old_outcomes:
+                    both = list(outcomes.get((model, cond), ({}, {})))
+                    both[n] = old_outcomes[(model, cond)][n]
+                    outcomes[(model, cond)] = both[0], both[1]
+                else:
+                    legacy.add((model, cond, PAIRED_KIND[part]))
                 label = f"{model}: {part}: {cond}"
                 carried[label] = (old.get("carried", {}).get(label)
                                   or (f"run folders under `{old['runs']}`" if old.get("runs") else
                                       "a version written before tables recorded their runs root (the notes above "
                                       "say how its runs were made)")
                                   + (f", table written {old['written']}" if old.get("written") else ""))
-            row.setdefault("by_task_type", {})
+            row["by_task_type"] = row.get("by_task_type") or {}
             merged.append(row)
-    kinds = {v: k for k, v in PAIRED_KIND.items()}
+    paired = pairs_from(outcomes, models, PAIRS)
     have = {(r["model"], r["a"], r["b"], r["kind"]) for r in paired}
     order = {m: i for i, m in enumerate(models)}
     keep = [r for r in old_paired if r.get("model") in order and (r["model"], r["a"], r["b"], r["kind"]) not in have
-            and all((r["model"], c, kinds.get(r["kind"])) in moved for c in (r["a"], r["b"]))]
+            and all((r["model"], c, r["kind"]) in legacy for c in (r["a"], r["b"]))]
     paired = sorted(paired + keep, key=lambda r: order[r["model"]])  # stable: comparison order within a model kept
     return merged, paired, carried
 
 
 def write_table(out: Path, root: Path, models: list[str], conds: list[str], title: str, command: str,
                 notes: str = "", keep_absent: bool = False) -> str:
-    """``--table``: the markdown page ``out`` and its ``.json`` (rows, paired comparisons, provenance) from the
-    run folders ``root/<model>/<cond>``; with ``keep_absent`` what the folders lack keeps its previous values."""
+    """``--table``: the markdown page ``out`` and its ``.json`` (rows, paired comparisons, provenance, and the
+    outcomes the comparisons were computed from) from the run folders ``root/<model>/<cond>``; with
+    ``keep_absent`` what the folders lack keeps its previous values and outcomes."""
     rows = folder_table(root, models, conds)
-    paired = paired_table(root, models, PAIRS)
+    outcomes = folder_outcomes(root, models, sorted({*conds, *(c for p in PAIRS for c in p)}))
     carried: dict[str, str] = {}
     if keep_absent:
-        rows, paired, carried = carry_over(out.with_suffix(".json"), models, conds, rows, paired)
+        rows, paired, carried = carry_over(out.with_suffix(".json"), models, conds, rows, outcomes)
+    else:
+        paired = pairs_from(outcomes, models, PAIRS)
     if not rows:
         raise SystemExit(f"--table: no run folders under {root}/<model>/<condition>")
     text = table_markdown(rows, title, command, paired, notes, carried)
     record = {"rows": rows, "paired": paired, "runs": str(root), "written": time.strftime("%Y-%m-%d"),
-              "carried": carried}
+              "carried": carried, "outcomes": encode_outcomes(outcomes)}
     out.parent.mkdir(parents=True, exist_ok=True)
-    for path, body in ((out, text), (out.with_suffix(".json"), json.dumps(record, indent=1))):
+    # readable rows, and the outcomes on one line (thousands of small lists)
+    body = json.dumps(record | {"outcomes": None}, indent=1)
+    body = body.replace('"outcomes": null', '"outcomes": ' + json.dumps(record["outcomes"], separators=(",", ":")))
+    for path, body in ((out, text), (out.with_suffix(".json"), body)):
         tmp = path.with_name(path.name + ".tmp")  # both written whole, or the old ones stay
         tmp.write_text(body)
         tmp.replace(path)

@@ -133,10 +133,33 @@ def test_table_keeps_what_the_runs_at_hand_lack(agent_eval, tmp_path, monkeypatc
     data3, md3 = table(second)  # without the flag: only what the runs hold
     assert [(r["model"], r["tf_accuracy"]) for r in data3["rows"]] == [("b", None), ("b", None)]
     assert "Carried over" not in md3 and not data3["carried"]
+    # b's traj played nowhere here: its row and outcomes are kept, and traj vs none of the episodes is paired
+    # from kept traj and fresh none outcomes (old traj lost all 3, fresh none won t0)
+    table(first)
+    shutil.rmtree(second / "b" / "traj")
+    data4, md4 = table(second, "--table-keep-absent")
+    ep = {(r["model"], r["a"], r["b"], r["kind"]): r for r in data4["paired"]}[("b", "traj", "none", "episodes")]
+    assert (ep["n"], ep["only_a"], ep["only_b"]) == (3, 0, 1)
+    assert "b episodes (traj)" in md4
+    # a previous table without outcomes (older tables): its paired lines are kept only where both sides were carried
+    legacy = json.loads(out.with_suffix(".json").read_text())
+    del legacy["outcomes"]
+    out.with_suffix(".json").write_text(json.dumps(legacy))
+    data5, _ = table(second, "--table-keep-absent")
+    got = {(r["model"], r["a"], r["b"], r["kind"]) for r in data5["paired"]}
+    assert ("a", "traj", "none", "episodes") in got and ("b", "traj", "none", "TF steps") in got
+    assert ("b", "traj", "none", "episodes") not in got  # fresh none vs carried traj: nothing to pair from
     out.with_suffix(".json").write_text("{not json")
     with pytest.raises(SystemExit, match="t.json is not a table"):
         table(second, "--table-keep-absent")
     assert out.with_suffix(".json").read_text() == "{not json"  # nothing written on failure
+
+
+def test_outcomes_round_trip_through_the_table_json(agent_eval):
+    outcomes = {("m", "none"): ({"t0": True, "t1": False}, {("t0", 0): True, ("t2", 1): False}),
+                ("m", "traj"): ({"t1": True}, {})}
+    back = agent_eval.decode_outcomes(json.loads(json.dumps(agent_eval.encode_outcomes(outcomes))))
+    assert back == outcomes
 
 
 def test_card_section_renders_a_table_json(agent_eval, tmp_path, monkeypatch):
