@@ -195,6 +195,19 @@ def encode_outcomes(outcomes: dict[tuple[str, str], Outcomes]) -> dict:
         for (m, c), (eps, steps) in outcomes.items()]}
 
 
+def read_table(path: Path, who: str) -> dict:
+    """A table ``--table`` wrote (its ``.json``), checked: ``rows``, ``paired`` and ``outcomes`` (decoded, empty for
+    tables written before they kept outcomes). Anything else stops with ``who`` and the file named."""
+    try:
+        table = json.loads(Path(path).read_text())
+        if not all({"model", "memory"} <= r.keys() for r in table["rows"]):
+            raise KeyError("a row without model or memory")
+        return {**table, "paired": table.get("paired", []),
+                "outcomes": decode_outcomes(table["outcomes"]) if table.get("outcomes") else {}}
+    except (OSError, json.JSONDecodeError, KeyError, TypeError, IndexError, ValueError) as e:
+        raise SystemExit(f"{who}: {path} is not a table written by --table ({e!r})")
+
+
 def decode_outcomes(data: dict) -> dict[tuple[str, str], Outcomes]:
     """The inverse of ``encode_outcomes``."""
     tasks = data["tasks"]
@@ -270,23 +283,19 @@ PAIRED_KIND = {"episodes": "episodes", "teacher forcing": "TF steps"}
 
 
 def carry_over(previous: Path, models: list[str], conds: list[str], rows: list[dict],
-               outcomes: dict[tuple[str, str], Outcomes]) -> tuple[list[dict], list[dict], dict[str, str]]:
+               outcomes: dict[tuple[str, str], Outcomes]) -> tuple[list[dict], set, list[dict], dict[str, str]]:
     """What the run folders at hand lack, taken from the previous table's ``.json`` (a table over models, or
     parts, whose runs were made on different machines or sessions): a part of a row (episodes, teacher forcing)
     with no files here keeps its previous values and its outcomes, so every paired comparison is recomputed from
     fresh and kept outcomes alike. (A previous table written before tables kept their outcomes gives its paired
     lines as they were, for comparisons whose two conditions both had that part carried.) ``outcomes`` is
-    completed in place. Returns rows and paired lines in ``models`` order and the provenance of each carried
-    "model: part: condition"."""
+    completed in place. Returns the rows in ``models`` order, the (model, condition, paired kind) carried without
+    outcomes, the previous paired lines, and the provenance of each carried "model: part: condition"."""
     if not previous.exists():
-        return rows, pairs_from(outcomes, models, PAIRS), {}
-    try:
-        old = json.loads(previous.read_text())
-        old_rows = {(r["model"], r["memory"]): r for r in old["rows"]}
-        old_outcomes = decode_outcomes(old["outcomes"]) if old.get("outcomes") else {}
-        old_paired = old.get("paired", [])
-    except (json.JSONDecodeError, KeyError, TypeError, IndexError, ValueError) as e:
-        raise SystemExit(f"--table-keep-absent: {previous} is not a table written by --table ({e!r})")
+        return rows, set(), [], {}
+    old = read_table(previous, "--table-keep-absent")
+    old_rows = {(r["model"], r["memory"]): r for r in old["rows"]}
+    old_outcomes = old["outcomes"]
     here = {(r["model"], r["memory"]): r for r in rows}
     carried: dict[str, str] = {}
     legacy: set[tuple[str, str, str]] = set()  # (model, condition, paired kind) carried without outcomes
@@ -318,13 +327,7 @@ def carry_over(previous: Path, models: list[str], conds: list[str], rows: list[d
                                   + (f", table written {old['written']}" if old.get("written") else ""))
             row["by_task_type"] = row.get("by_task_type") or {}
             merged.append(row)
-    paired = pairs_from(outcomes, models, PAIRS)
-    have = {(r["model"], r["a"], r["b"], r["kind"]) for r in paired}
-    order = {m: i for i, m in enumerate(models)}
-    keep = [r for r in old_paired if r.get("model") in order and (r["model"], r["a"], r["b"], r["kind"]) not in have
-            and all((r["model"], c, r["kind"]) in legacy for c in (r["a"], r["b"]))]
-    paired = sorted(paired + keep, key=lambda r: order[r["model"]])  # stable: comparison order within a model kept
-    return merged, paired, carried
+    return merged, legacy, old["paired"], carried
 
 
 def write_table(out: Path, root: Path, models: list[str], conds: list[str], title: str, command: str,
@@ -335,10 +338,16 @@ def write_table(out: Path, root: Path, models: list[str], conds: list[str], titl
     rows = folder_table(root, models, conds)
     outcomes = folder_outcomes(root, models, sorted({*conds, *(c for p in PAIRS for c in p)}))
     carried: dict[str, str] = {}
+    legacy, old_paired = set(), []
     if keep_absent:
-        rows, paired, carried = carry_over(out.with_suffix(".json"), models, conds, rows, outcomes)
-    else:
-        paired = pairs_from(outcomes, models, PAIRS)
+        rows, legacy, old_paired, carried = carry_over(out.with_suffix(".json"), models, conds, rows, outcomes)
+    paired = pairs_from(outcomes, models, PAIRS)
+    if legacy:  # previous lines of comparisons whose two sides were both carried without outcomes
+        have = {(r["model"], r["a"], r["b"], r["kind"]) for r in paired}
+        order = {m: i for i, m in enumerate(models)}
+        keep = [r for r in old_paired if r.get("model") in order and (r["model"], r["a"], r["b"], r["kind"]) not in
+                have and all((r["model"], c, r["kind"]) in legacy for c in (r["a"], r["b"]))]
+        paired = sorted(paired + keep, key=lambda r: order[r["model"]])  # stable: order within a model kept
     if not rows:
         raise SystemExit(f"--table: no run folders under {root}/<model>/<condition>")
     text = table_markdown(rows, title, command, paired, notes, carried)
@@ -374,12 +383,9 @@ def write_card(adapter: str, sections: list[str], models: list[str], conds: list
         if not root:
             raise SystemExit(f"--card-section {section!r}: expected TITLE=RUNS_ROOT or TITLE=TABLE.json")
         if root.endswith(".json"):
-            try:
-                table = json.loads(Path(root).read_text())
-                rows = [r for r in table["rows"] if r["model"] in models and r["memory"] in conds]
-                paired = [r for r in table.get("paired", []) if r["model"] in models]
-            except (OSError, json.JSONDecodeError, KeyError, TypeError) as e:
-                raise SystemExit(f"--card-section {section!r}: {root} is not a table written by --table ({e!r})")
+            table = read_table(Path(root), f"--card-section {section!r}")
+            rows = [r for r in table["rows"] if r["model"] in models and r["memory"] in conds]
+            paired = [r for r in table["paired"] if r.get("model") in models]
             source = f"Table: `{root}` (its page `{Path(root).with_suffix('.md')}` says how the runs were made)."
         else:
             rows, paired = folder_table(Path(root), models, conds), paired_table(Path(root), models, PAIRS)
