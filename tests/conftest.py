@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import random
+from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -47,3 +49,17 @@ def build_tiny_lm(n_layers: int = 2, n_heads: int = 4, n_kv_heads: int = 2, d_mo
 @pytest.fixture(scope="session")
 def tiny_lm():
     return build_tiny_lm()
+
+
+@pytest.fixture(scope="session")
+def load_benchmark():
+    """``load_benchmark(NAME)``: the module of ``benchmarks/NAME.py`` (scripts, not a package), to test its functions."""
+
+    def load(name: str):
+        path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+        spec = importlib.util.spec_from_file_location(name, path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod
+
+    return load

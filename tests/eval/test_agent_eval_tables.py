@@ -1,6 +1,5 @@
 """benchmarks/agent_eval.py: the memory-condition table, paired comparisons and the model card from run folders."""
 
-import importlib.util
 import json
 import shutil
 import sys
@@ -13,11 +12,8 @@ ADAPTER = ROOT / "workbench" / "assets" / "adapters" / "smollm2-135m-alfworld"
 
 
 @pytest.fixture(scope="module")
-def agent_eval():
-    spec = importlib.util.spec_from_file_location("agent_eval", ROOT / "benchmarks" / "agent_eval.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+def agent_eval(load_benchmark):
+    return load_benchmark("agent_eval")
 
 
 def _folder(root, model, cond, wins, tf_hits):

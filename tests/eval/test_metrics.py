@@ -2,7 +2,7 @@
 
 import pytest
 
-from workbench.eval.metrics import action_patterns, episode_metrics
+from workbench.eval.metrics import action_patterns, episode_metrics, memory_following
 from workbench.memory.trajectory import Step, Trajectory
 
 
@@ -27,3 +27,23 @@ def test_action_patterns_tell_an_oscillating_agent_from_a_working_one():
     assert action_patterns([_traj(["look"])]) == {"oscillation": 0.0, "repeat": 0.0, "distinct_actions": 1,
                                                   "navigation": 0.0, "took_object": 0.0}
     assert episode_metrics([stuck, worker])["action_patterns"] == both
+
+
+def test_memory_following_measures_copying_against_the_retrieved_trajectory():
+    memory = ["go to countertop 1", "take mug 1 from countertop 1", "go to cabinet 1", "put mug 1 in/on cabinet 1"]
+    tid = "valid_unseen/pick_and_place_simple-Mug-None-Cabinet-1/trial_T1"
+    follower = Trajectory(task_id=tid, task_type="pick", goal="put a mug in cabinet.", success=True,
+                          steps=tuple(Step(observation="o", action=a) for a in memory[:2] + ["open cabinet 1"]))
+    stuck = Trajectory(task_id="valid_unseen/pick_and_place_simple-Mug-None-Cabinet-1/trial_T2", task_type="pick",
+                       goal="put a mug in cabinet.",
+                       steps=tuple(Step(observation="o", action=a) for a in ["go to safe 1", "go to countertop 1"] * 3))
+    unmatched = _traj(["look"])  # no memory entry for its task: left out
+    m = memory_following([follower, stuck, unmatched], {follower.task_id: memory, stuck.task_id: memory})
+    assert m["n_episodes"] == 2
+    assert m["first_action"] == 0.5 and m["prefix"] == pytest.approx((2 + 0) / 2)
+    assert m["in_memory"] == pytest.approx((2 + 1) / (3 + 2))  # distinct actions, pooled over episodes
+    assert m["took_target"] == 0.5  # "take mug 1 ..." for the Mug task; the stuck one never takes
+    same = memory_following([follower], {follower.task_id: memory[:2]})  # memory shorter than the episode
+    assert same["prefix"] == 2 and same["first_action"] == 1.0
+    assert memory_following([unmatched], {}) == {"n_episodes": 0, "first_action": 0.0, "prefix": 0.0,
+                                                 "in_memory": 0.0, "took_target": 0.0}

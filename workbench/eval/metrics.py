@@ -1,13 +1,16 @@
-"""Metrics over trajectories: success, steps, memory tokens, SR@k (success within k steps), action patterns."""
+"""Metrics over trajectories: success, steps, memory tokens, SR@k (success within k steps), action patterns,
+how far episodes follow their memory."""
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from statistics import mean
 
+from workbench.memory.task_info import parse_game_ref
 from workbench.memory.trajectory import Trajectory
 
-__all__ = ["SR_KS", "action_patterns", "success_rate_at", "episode_metrics", "by_task_type"]
+__all__ = ["SR_KS", "action_patterns", "memory_following", "success_rate_at", "episode_metrics", "by_task_type"]
 
 SR_KS = (5, 10, 15, 20, 30, 40, 50)
 
@@ -43,6 +46,35 @@ def action_patterns(trajs: list[Trajectory]) -> dict:
         "distinct_actions": mean(len(set(a)) for a in acts) if acts else 0.0,
         "navigation": sum(x.startswith("go to ") for a in acts for x in a) / steps if steps else 0.0,
         "took_object": sum(any(x.startswith("take ") for x in a) for a in acts) / len(acts) if acts else 0.0,
+    }
+
+
+def memory_following(trajs: list[Trajectory], memory_actions: Mapping[str, Sequence[str]]) -> dict:
+    """How far an agent's actions follow the trajectory in its memory, from actions alone.
+
+    ``memory_actions`` maps a task id to the actions of the trajectory retrieved for it (for a run without memory,
+    those another run retrieved for the same task: the chance level of the same measures). Episodes whose task
+    has no entry are left out.
+
+    Returns:
+        ``n_episodes`` (those measured); ``first_action``: share of episodes whose first action is the memory's
+        first; ``prefix``: mean number of leading actions the same as the memory's; ``in_memory``: share of the
+        episodes' distinct actions that stand verbatim in the memory (pooled); ``took_target``: share of episodes
+        that take the object the task is about (from the game's folder name; episodes whose id names no ALFRED
+        game are left out of this one).
+    """
+    pairs = [(t.actions(), list(memory_actions[t.task_id])) for t in trajs if t.task_id in memory_actions]
+    distinct = [set(a) for a, _ in pairs]
+    targets = [(t.actions(), ref.target_object) for t in trajs if t.task_id in memory_actions
+               and (ref := parse_game_ref(t.task_id)) is not None]
+    n_distinct = sum(len(d) for d in distinct)
+    return {
+        "n_episodes": len(pairs),
+        "first_action": mean(bool(a) and bool(m) and a[0] == m[0] for a, m in pairs) if pairs else 0.0,
+        "prefix": mean(next((i for i, (x, y) in enumerate(zip(a, m)) if x != y), min(len(a), len(m)))
+                       for a, m in pairs) if pairs else 0.0,
+        "in_memory": sum(len(d & set(m)) for d, (_, m) in zip(distinct, pairs)) / n_distinct if n_distinct else 0.0,
+        "took_target": mean(any(x.startswith(f"take {obj} ") for x in a) for a, obj in targets) if targets else 0.0,
     }
 
 

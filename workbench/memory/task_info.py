@@ -56,6 +56,11 @@ class GameRef:
     def task_type(self) -> str:
         return ALFRED_TASK_TYPES[self.task_folder.split("-", 1)[0]]
 
+    @property
+    def target_object(self) -> str:
+        """The object the task is about, lower case as the game names it (``Apple`` in ``pick_..-Apple-None-..``)."""
+        return self.task_folder.split("-")[1].lower()
+
 
 def parse_game_ref(task_id_or_path: str) -> GameRef | None:
     """Find ``[split/]task_folder/trial`` in a task id or a game-file path; None if it has no ALFRED folder.
