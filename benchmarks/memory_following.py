@@ -30,7 +30,7 @@ def memory_actions(reference: list[Trajectory], base, where: Path) -> dict[str, 
     """Task id → the actions of the memory entry the reference run retrieved for it (``meta.memory_entry``)."""
     out = {}
     for t in reference:
-        entry_id = (t.meta or {}).get("memory_entry")
+        entry_id = t.meta.get("memory_entry")
         if not entry_id:
             raise ValueError(f"{where}: episode {t.task_id!r} has no meta.memory_entry (not a retrieval run?)")
         try:
@@ -49,11 +49,13 @@ def rows(roots: list[Path], conditions: list[str], reference: str, base) -> list
                   if (p / reference / "trajectories.jsonl").exists()]
     for model_dir in model_dirs:
         ref_file = model_dir / reference / "trajectories.jsonl"
-        mem = memory_actions(read_jsonl(ref_file, Trajectory), base, ref_file)
+        ref_episodes = read_jsonl(ref_file, Trajectory)
+        mem = memory_actions(ref_episodes, base, ref_file)
         for cond in conditions:
             path = model_dir / cond / "trajectories.jsonl"
             if path.exists():
-                found.append((model_dir.name, cond, memory_following(read_jsonl(path, Trajectory), mem)))
+                episodes = ref_episodes if cond == reference else read_jsonl(path, Trajectory)
+                found.append((model_dir.name, cond, memory_following(episodes, mem)))
     if not found:
         raise SystemExit(f"{', '.join(map(str, roots))}: no model folder with {reference}/trajectories.jsonl")
     return found

@@ -63,10 +63,11 @@ def memory_following(trajs: list[Trajectory], memory_actions: Mapping[str, Seque
         that take the object the task is about (from the game's folder name; episodes whose id names no ALFRED
         game are left out of this one).
     """
-    pairs = [(t.actions(), list(memory_actions[t.task_id])) for t in trajs if t.task_id in memory_actions]
+    measured = [t for t in trajs if t.task_id in memory_actions]
+    pairs = [(t.actions(), list(memory_actions[t.task_id])) for t in measured]
     distinct = [set(a) for a, _ in pairs]
-    targets = [(t.actions(), ref.target_object) for t in trajs if t.task_id in memory_actions
-               and (ref := parse_game_ref(t.task_id)) is not None]
+    targets = [(a, ref.target_object) for t, (a, _) in zip(measured, pairs)
+               if (ref := parse_game_ref(t.task_id)) is not None]
     n_distinct = sum(len(d) for d in distinct)
     return {
         "n_episodes": len(pairs),
