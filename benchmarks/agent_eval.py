@@ -19,7 +19,8 @@ Tables and the model card read run folders ``ROOT/<model>/<condition>`` (from he
 A table over models whose runs live on different machines or sessions is regenerated from the folders at hand
 with ``--table-keep-absent``: what has no folders under ROOT (a model, or a model's teacher forcing) keeps its rows
 and paired comparisons from the previous ``NAME.json``, and the page says so. A card section may render such a
-table's ``.json`` instead of runs.
+table's ``.json`` instead of runs. The tables and the card section are rendered by ``workbench.reporting``
+(``write_table``, ``write_card``); this script only parses the flags for them.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ import torch
 from workbench.agents.policy import _StaticEntry
 from workbench.eval.runner import RunConfig, run, select_tasks, teacher_forced_for
 from workbench.memory.task_info import game_key
+from workbench.reporting import write_card, write_table
 
 
 class OtherTypeMemory(_StaticEntry):
@@ -119,285 +121,6 @@ def decision_rule_accuracy(lm, memory: str, split: str, tasks: str, out: Path) -
     return result
 
 
-def folder_table(root: Path, models: list[str], conds: list[str]) -> list[dict]:
-    """One row per (model, condition) from run folders ``root/<model>/<cond>`` (``metrics.json`` of the
-    episodes, ``teacher_forced.json``), whatever wrote them (``workbench run``, ``merge-runs``, notebook 01)."""
-    rows = []
-    for model in models:
-        for cond in conds:
-            folder = root / model / cond
-            m = json.loads((folder / "metrics.json").read_text()) if (folder / "metrics.json").exists() else {}
-            tf = (json.loads((folder / "teacher_forced.json").read_text())["result"]
-                  if (folder / "teacher_forced.json").exists() else {})
-            if not m and not tf:
-                continue
-            rows.append({"model": model, "memory": cond, "episodes": m.get("n_episodes"),
-                         "success_rate": m.get("success_rate"), "avg_steps": m.get("avg_steps"),
-                         "memory_tokens": m.get("memory_tokens"), "tf_steps": tf.get("n_steps"),
-                         "tf_accuracy": tf.get("accuracy"), "tf_mean_p_expert": tf.get("mean_p_expert"),
-                         "by_task_type": {k: v["success_rate"] for k, v in (m.get("by_task_type") or {}).items()},
-                         "action_patterns": m.get("action_patterns")})
-    return rows
-
-
-Outcomes = tuple[dict, dict]  # ({task_id: won}, {(task_id, step): expert action chosen}) of one run folder
-
-
-def folder_outcomes(root: Path, models: list[str], conds: list[str]) -> dict[tuple[str, str], Outcomes]:
-    """Per (model, condition) with a folder ``root/<model>/<cond>``: which episodes were won (by task) and which
-    teacher-forced steps chose the expert's action (by (task, step)) -- what the paired comparisons match."""
-    from workbench.memory.trajectory import iter_jsonl_dicts
-
-    out = {}
-    for model in models:
-        for cond in conds:
-            folder = root / model / cond
-            eps = ({d["task_id"]: bool(d["success"]) for d in iter_jsonl_dicts(folder / "trajectories.jsonl")}
-                   if (folder / "trajectories.jsonl").exists() else {})
-            tf = (json.loads((folder / "teacher_forced.json").read_text())
-                  if (folder / "teacher_forced.json").exists() else {"per_step": []})
-            steps = {(r["task_id"], r["step"]): r["chosen"] == r["expert"] for r in tf.get("per_step", [])}
-            if eps or steps:
-                out[(model, cond)] = eps, steps
-    return out
-
-
-def pairs_from(outcomes: dict[tuple[str, str], Outcomes], models: list[str], pairs: list[tuple[str, str]]
-               ) -> list[dict]:
-    """Paired comparisons of memory conditions per model: episodes matched by task, teacher-forced steps by
-    (task, step), each with the exact McNemar test (``workbench.eval.compare.paired_outcomes``)."""
-    from workbench.eval.compare import paired_outcomes
-
-    rows = []
-    for model in models:
-        for a, b in pairs:
-            (ea, ta), (eb, tb) = outcomes.get((model, a), ({}, {})), outcomes.get((model, b), ({}, {}))
-            for kind, x, y in (("episodes", ea, eb), ("TF steps", ta, tb)):
-                r = paired_outcomes(x, y)
-                if r["n"]:
-                    rows.append({"model": model, "a": a, "b": b, "kind": kind} | r)
-    return rows
-
-
-def paired_table(root: Path, models: list[str], pairs: list[tuple[str, str]]) -> list[dict]:
-    """``pairs_from`` the run folders ``root/<model>/<cond>`` of every condition the pairs name."""
-    return pairs_from(folder_outcomes(root, models, sorted({c for p in pairs for c in p})), models, pairs)
-
-
-def encode_outcomes(outcomes: dict[tuple[str, str], Outcomes]) -> dict:
-    """Outcomes as compact JSON (task ids listed once; episodes as [task index, won], steps as [task index, step,
-    chosen right]) so a table keeps what its paired comparisons were computed from."""
-    tasks = sorted({t for eps, steps in outcomes.values() for t in [*eps, *(k[0] for k in steps)]})
-    index = {t: i for i, t in enumerate(tasks)}
-    return {"tasks": tasks, "runs": [
-        {"model": m, "memory": c, "episodes": [[index[t], int(w)] for t, w in eps.items()],
-         "tf_steps": [[index[t], k, int(h)] for (t, k), h in steps.items()]}
-        for (m, c), (eps, steps) in outcomes.items()]}
-
-
-def read_table(path: Path, who: str) -> dict:
-    """A table ``--table`` wrote (its ``.json``), checked: ``rows``, ``paired`` and ``outcomes`` (decoded, empty for
-    tables written before they kept outcomes). Anything else stops with ``who`` and the file named."""
-    try:
-        table = json.loads(Path(path).read_text())
-        if not all({"model", "memory"} <= r.keys() for r in table["rows"]):
-            raise KeyError("a row without model or memory")
-        return {**table, "paired": table.get("paired", []),
-                "outcomes": decode_outcomes(table["outcomes"]) if table.get("outcomes") else {}}
-    except (OSError, json.JSONDecodeError, KeyError, TypeError, IndexError, ValueError) as e:
-        raise SystemExit(f"{who}: {path} is not a table written by --table ({e!r})")
-
-
-def decode_outcomes(data: dict) -> dict[tuple[str, str], Outcomes]:
-    """The inverse of ``encode_outcomes``."""
-    tasks = data["tasks"]
-    return {(r["model"], r["memory"]): ({tasks[i]: bool(w) for i, w in r["episodes"]},
-                                        {(tasks[i], k): bool(h) for i, k, h in r["tf_steps"]})
-            for r in data["runs"]}
-
-
-def rows_markdown(rows: list[dict], paired: list[dict] = ()) -> str:
-    """The condition table (and success by task type, and paired comparisons) as markdown."""
-    def pct(v):
-        return "–" if v is None else f"{v:.1%}"
-
-    def num(v, f=".1f"):
-        return "–" if v is None else format(v, f)
-
-    types = sorted({t for r in rows for t in r["by_task_type"]})
-    lines = ["| model | memory | episodes | success | avg steps | memory tokens | TF steps | TF accuracy | "
-             "mean p(expert) |", "|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        lines.append(f"| {r['model']} | {r['memory']} | {r['episodes'] or '–'} | {pct(r['success_rate'])} | "
-                     f"{num(r['avg_steps'])} | {num(r['memory_tokens'], '.0f')} | {r['tf_steps'] or '–'} | "
-                     f"{pct(r['tf_accuracy'])} | {num(r['tf_mean_p_expert'], '.3f')} |")
-    if types:
-        lines += ["", "Success by task type:", "", "| model | memory | " + " | ".join(types) + " |",
-                  "|---|---|" + "---|" * len(types)]
-        for r in rows:
-            if r["by_task_type"]:
-                lines.append(f"| {r['model']} | {r['memory']} | "
-                             + " | ".join(pct(r["by_task_type"].get(t)) for t in types) + " |")
-    moves = [r for r in rows if r.get("action_patterns")]
-    if moves:
-        lines += ["", "How the episodes move (`workbench.eval.metrics.action_patterns`): oscillation = steps going back "
-                  "to the action of two steps before (A, B, A, B); repeat = the last action again; go to = share of "
-                  "navigation actions; take = episodes that ever pick something up:", "",
-                  "| model | memory | oscillation | repeat | distinct actions / episode | go to | take |",
-                  "|---|---|---|---|---|---|---|"]
-        for r in moves:
-            p = r["action_patterns"]
-            lines.append(f"| {r['model']} | {r['memory']} | {pct(p['oscillation'])} | {pct(p['repeat'])} | "
-                         f"{p['distinct_actions']:.1f} | {pct(p['navigation'])} | {pct(p['took_object'])} |")
-    if paired:
-        lines += ["", "Paired comparisons (items both conditions scored; exact McNemar test on the discordant ones):",
-                  "", "| model | A vs B | items | A | B | A − B | only A | only B | p |",
-                  "|---|---|---|---|---|---|---|---|---|"]
-        for r in paired:
-            lines.append(f"| {r['model']} | {r['a']} vs {r['b']} ({r['kind']}) | {r['n']} | {pct(r['rate_a'])} | "
-                         f"{pct(r['rate_b'])} | {100 * r['diff']:+.1f} pts | {r['only_a']} | {r['only_b']} | "
-                         f"{r['p_mcnemar']:.3g} |")
-    return "\n".join(lines) + "\n"
-
-
-def table_markdown(rows: list[dict], title: str, command: str, paired: list[dict] = (), notes: str = "",
-                   carried: dict[str, str] | None = None) -> str:
-    """The table page: title, the command that wrote it, ``notes`` (how the run folders were made), what was
-    carried over from the previous version (``carried``: "model: part: condition" -> provenance), the tables."""
-    notes = notes.strip()
-    by_source: dict[str, dict[str, list[str]]] = {}  # provenance -> "model part" -> conditions
-    for what, src in (carried or {}).items():
-        model, part, cond = what.split(": ")
-        by_source.setdefault(src, {}).setdefault(f"{model} {part}", []).append(cond)
-    kept = "".join(f"Carried over from the previous version of this table (no run folders for them where this one "
-                   f"was written), from {src}: " + "; ".join(f"{k} ({', '.join(v)})" for k, v in whats.items())
-                   + ".\n\n" for src, whats in by_source.items())
-    return (f"# {title}\n\nMeasured with: `{command}`\n\n" + (f"{notes}\n\n" if notes else "") + kept
-            + rows_markdown(rows, paired))
-
-
-# the two parts of a table row, each from its own files of a run folder, and the paired lines each part makes
-PARTS = {"episodes": ("episodes", "success_rate", "avg_steps", "memory_tokens", "by_task_type", "action_patterns"),
-         "teacher forcing": ("tf_steps", "tf_accuracy", "tf_mean_p_expert")}
-PAIRED_KIND = {"episodes": "episodes", "teacher forcing": "TF steps"}
-
-
-def carry_over(previous: Path, models: list[str], conds: list[str], rows: list[dict],
-               outcomes: dict[tuple[str, str], Outcomes]) -> tuple[list[dict], set, list[dict], dict[str, str]]:
-    """What the run folders at hand lack, taken from the previous table's ``.json`` (a table over models, or
-    parts, whose runs were made on different machines or sessions): a part of a row (episodes, teacher forcing)
-    with no files here keeps its previous values and its outcomes, so every paired comparison is recomputed from
-    fresh and kept outcomes alike. (A previous table written before tables kept their outcomes gives its paired
-    lines as they were, for comparisons whose two conditions both had that part carried.) ``outcomes`` is
-    completed in place. Returns the rows in ``models`` order, the (model, condition, paired kind) carried without
-    outcomes, the previous paired lines, and the provenance of each carried "model: part: condition"."""
-    if not previous.exists():
-        return rows, set(), [], {}
-    old = read_table(previous, "--table-keep-absent")
-    old_rows = {(r["model"], r["memory"]): r for r in old["rows"]}
-    old_outcomes = old["outcomes"]
-    here = {(r["model"], r["memory"]): r for r in rows}
-    carried: dict[str, str] = {}
-    legacy: set[tuple[str, str, str]] = set()  # (model, condition, paired kind) carried without outcomes
-    merged = []
-    for model in models:
-        for cond in conds:
-            new, prev = here.get((model, cond)), old_rows.get((model, cond))
-            if prev is None:
-                if new is not None:
-                    merged.append(new)
-                continue
-            row = dict(new) if new is not None else {"model": model, "memory": cond,
-                                                     **{f: None for fs in PARTS.values() for f in fs}}
-            for n, (part, fields) in enumerate(PARTS.items()):
-                if any(row.get(f) not in (None, {}) for f in fields) or all(prev.get(f) in (None, {}) for f in fields):
-                    continue  # measured here, or not in the old table either
-                row.update({f: prev.get(f) for f in fields})
-                if (model, cond) in old_outcomes:
-                    both = list(outcomes.get((model, cond), ({}, {})))
-                    both[n] = old_outcomes[(model, cond)][n]
-                    outcomes[(model, cond)] = both[0], both[1]
-                else:
-                    legacy.add((model, cond, PAIRED_KIND[part]))
-                label = f"{model}: {part}: {cond}"
-                carried[label] = (old.get("carried", {}).get(label)
-                                  or (f"run folders under `{old['runs']}`" if old.get("runs") else
-                                      "a version written before tables recorded their runs root (the notes above "
-                                      "say how its runs were made)")
-                                  + (f", table written {old['written']}" if old.get("written") else ""))
-            row["by_task_type"] = row.get("by_task_type") or {}
-            merged.append(row)
-    return merged, legacy, old["paired"], carried
-
-
-def write_table(out: Path, root: Path, models: list[str], conds: list[str], title: str, command: str,
-                notes: str = "", keep_absent: bool = False) -> str:
-    """``--table``: the markdown page ``out`` and its ``.json`` (rows, paired comparisons, provenance, and the
-    outcomes the comparisons were computed from) from the run folders ``root/<model>/<cond>``; with
-    ``keep_absent`` what the folders lack keeps its previous values and outcomes."""
-    rows = folder_table(root, models, conds)
-    outcomes = folder_outcomes(root, models, sorted({*conds, *(c for p in PAIRS for c in p)}))
-    carried: dict[str, str] = {}
-    legacy, old_paired = set(), []
-    if keep_absent:
-        rows, legacy, old_paired, carried = carry_over(out.with_suffix(".json"), models, conds, rows, outcomes)
-    paired = pairs_from(outcomes, models, PAIRS)
-    if legacy:  # previous lines of comparisons whose two sides were both carried without outcomes
-        have = {(r["model"], r["a"], r["b"], r["kind"]) for r in paired}
-        order = {m: i for i, m in enumerate(models)}
-        keep = [r for r in old_paired if r.get("model") in order and (r["model"], r["a"], r["b"], r["kind"]) not in
-                have and all((r["model"], c, r["kind"]) in legacy for c in (r["a"], r["b"]))]
-        paired = sorted(paired + keep, key=lambda r: order[r["model"]])  # stable: order within a model kept
-    if not rows:
-        raise SystemExit(f"--table: no run folders under {root}/<model>/<condition>")
-    text = table_markdown(rows, title, command, paired, notes, carried)
-    record = {"rows": rows, "paired": paired, "runs": str(root), "written": time.strftime("%Y-%m-%d"),
-              "carried": carried, "outcomes": encode_outcomes(outcomes)}
-    out.parent.mkdir(parents=True, exist_ok=True)
-    # readable rows, and the outcomes on one line (thousands of small lists)
-    body = json.dumps(record | {"outcomes": None}, indent=1)
-    body = body.replace('"outcomes": null', '"outcomes": ' + json.dumps(record["outcomes"], separators=(",", ":")))
-    for path, body in ((out, text), (out.with_suffix(".json"), body)):
-        tmp = path.with_name(path.name + ".tmp")  # both written whole, or the old ones stay
-        tmp.write_text(body)
-        tmp.replace(path)
-    return text
-
-
-PAIRS = [("traj", "none"), ("icl", "none"), ("traj", "icl"), ("traj", "other_type"), ("traj", "random_same")]
-
-
-def write_card(adapter: str, sections: list[str], models: list[str], conds: list[str]) -> None:
-    """Write the evaluation section of the adapter's MODEL_CARD.md (rebuilt from its training_log.json): each
-    section ``TITLE=ROOT`` reads the run folders ``ROOT/<model>/<cond>`` like ``--table``; ``TITLE=TABLE.json``
-    renders a table ``--table`` wrote (its rows of ``models`` x ``conds``), so the card and the report agree."""
-    from workbench.training.card import adapter_summary, write_model_card
-
-    parts = ["## Evaluation (never trained or tuned on valid_unseen)", "",
-             "TF = teacher-forced next-action accuracy on the planner's expert plans of the same tasks (arg-max over "
-             "the admissible commands, as the agent decides). `other_type`: the best-retrieved trajectory of a "
-             "different task type; `random_same`: a random same-type trajectory instead of the retrieved one. "
-             "Episodes: 50-step limit.", "", f"Written by `{' '.join(['python', *sys.argv])}`."]
-    for section in sections:
-        title, _, root = section.partition("=")
-        if not root:
-            raise SystemExit(f"--card-section {section!r}: expected TITLE=RUNS_ROOT or TITLE=TABLE.json")
-        if root.endswith(".json"):
-            table = read_table(Path(root), f"--card-section {section!r}")
-            rows = [r for r in table["rows"] if r["model"] in models and r["memory"] in conds]
-            paired = [r for r in table["paired"] if r.get("model") in models]
-            source = f"Table: `{root}` (its page `{Path(root).with_suffix('.md')}` says how the runs were made)."
-        else:
-            rows, paired = folder_table(Path(root), models, conds), paired_table(Path(root), models, PAIRS)
-            source = f"Runs: `{root}/<model>/<condition>`."
-        if not rows:
-            raise SystemExit(f"--card-section {section!r}: " + (f"no rows for {models} x {conds} in {root}"
-                             if root.endswith(".json") else f"no run folders under {root}/<model>/<condition>"))
-        parts += ["", f"### {title}", "", source, "", rows_markdown(rows, paired).rstrip()]
-    record = json.loads((Path(adapter) / "training_log.json").read_text())
-    write_model_card(adapter, record, adapter_summary(adapter), "\n".join(parts))
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="smollm2-135m-alfworld")
@@ -429,9 +152,12 @@ def main() -> None:
     a = ap.parse_args()
     if a.table:
         out = Path(a.table)
-        text = write_table(out, Path(a.runs or "runs/full/01_baselines"), a.table_models, a.table_conditions,
-                           a.table_title, " ".join(["python", *sys.argv]),
-                           Path(a.table_notes).read_text() if a.table_notes else "", a.table_keep_absent)
+        notes = Path(a.table_notes).read_text() if a.table_notes else ""
+        try:
+            text = write_table(out, Path(a.runs or "runs/full/01_baselines"), a.table_models, a.table_conditions,
+                               a.table_title, " ".join(["python", *sys.argv]), notes, a.table_keep_absent)
+        except (ValueError, FileNotFoundError) as e:
+            raise SystemExit(f"--table: {e}") from e
         if out.parent.name == "tables" and (out.parent.parent / "index.md").exists():
             from workbench.reporting.save import Reports
 
@@ -439,8 +165,11 @@ def main() -> None:
         print(text)
         return
     if a.card:
-        write_card(a.card, a.card_section or [f"valid_unseen={a.runs or 'runs/full/01_baselines'}"], a.table_models,
-                   a.table_conditions)
+        try:
+            write_card(a.card, a.card_section or [f"valid_unseen={a.runs or 'runs/full/01_baselines'}"],
+                       a.table_models, a.table_conditions, " ".join(["python", *sys.argv]))
+        except (ValueError, FileNotFoundError) as e:
+            raise SystemExit(f"--card: {e}") from e
         return
     torch.set_num_threads(a.threads)
     from workbench.models import load_model

@@ -27,6 +27,14 @@ def smollm():
     return load_model("smollm2-135m-instruct")
 
 
+@pytest.fixture(scope="session")
+def smollm_bf16():
+    """The same SmolLM2-135M-Instruct loaded in bfloat16 (its own weights, a separate bridge)."""
+    from workbench.models import load_model
+
+    return load_model("smollm2-135m-instruct", dtype="bfloat16")
+
+
 def build_tiny_lm(n_layers: int = 2, n_heads: int = 4, n_kv_heads: int = 2, d_model: int = 64, **overrides):
     """A tiny random Llama with the real SmolLM2 tokenizer (its chat template and vocabulary)."""
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM

@@ -1,4 +1,4 @@
-"""``workbench run | merge-runs | experts | reproduce | heads | utilization``: the command line over the library."""
+"""``workbench run | sweep | merge-runs | experts | reproduce | heads | utilization``: the command line over the library."""
 
 from __future__ import annotations
 
@@ -21,10 +21,31 @@ def _cmd_run(a: argparse.Namespace) -> int:
     cfg = RunConfig(
         out=a.out, env=a.env, split=a.split, tasks=a.tasks, memory=a.memory, model=a.model,
         retriever=a.retriever, max_steps=a.max_steps, task_types=tuple(a.task_types or ()),
-        teacher_forcing=not a.no_teacher_forcing, decode=a.decode,
+        teacher_forcing=not a.no_teacher_forcing, decode=a.decode, dtype=a.dtype,
     )
-    metrics = run(cfg, resume=a.resume)
+    metrics = run(cfg, resume=a.resume, workers=a.workers, ray_address=a.ray_address)
     print(json.dumps({k: metrics[k] for k in _SUMMARY} | {"teacher_forced": metrics.get("teacher_forced")}))
+    return 0
+
+
+def _cmd_sweep(a: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from workbench.eval.sweep import load_grid, run_sweep
+
+    grid = load_grid(a.grid, out=a.out)
+    if a.dry_run:
+        for cfg in grid.configs:
+            print(json.dumps({"name": Path(cfg.out).name, **cfg.identity()}))
+        return 0
+    report = run_sweep(grid, workers=a.workers, ray_address=a.ray_address, only=a.only)
+    for cfg in grid.configs:
+        m = report.metrics.get(cfg.out)
+        if m is not None:
+            print(json.dumps({"name": Path(cfg.out).name} | {k: m[k] for k in _SUMMARY}
+                             | {"teacher_forced": (m.get("teacher_forced") or {}).get("accuracy")}))
+    print(json.dumps({"wall_s": report.wall_s, "played": report.jobs, "replayed": report.replayed,
+                      "worker_peak_rss_mib": report.workers, "sweep": f"{grid.out}/sweep.json"}))
     return 0
 
 
@@ -99,7 +120,7 @@ def _cmd_heads_score(a: argparse.Namespace) -> int:
     from workbench.attention import build_supervision, load_supervision, retrieval_heads
     from workbench.models import load_model
 
-    lm = load_model(a.model)
+    lm = load_model(a.model, dtype=a.dtype)
     out = Path(a.out)
     runs = Path(a.runs) if a.runs else out.parent / f"{out.stem}-runs"
     if a.supervision:
@@ -119,7 +140,7 @@ def _cmd_heads_ablate(a: argparse.Namespace) -> int:
     from workbench.models import load_model
 
     heads = _parse_heads(a)
-    lm = load_model(a.model)
+    lm = load_model(a.model, dtype=a.dtype)
     result = head_ablation(lm, _heads_arg(heads, a, lm), a.split, a.tasks, a.out, episode_tasks=a.episode_tasks,
                            max_steps=a.max_steps, n_random=a.n_random, seed=a.seed, baselines=tuple(a.baselines))
     print(json.dumps({"model": lm.name, "summary": result.summary(), **result.metrics()}))
@@ -133,7 +154,7 @@ def _cmd_utilization(a: argparse.Namespace) -> int:
     if a.carriers not in ("none", "all"):
         raise ValueError(f"--carriers {a.carriers}: expected none or all")
     heads = _parse_heads(a)
-    lm = load_model(a.model)
+    lm = load_model(a.model, dtype=a.dtype)
     carriers = "all" if a.carriers == "all" else None
     result, records = segment_masking(lm, _heads_arg(heads, a, lm), a.split, a.tasks, a.out,
                                       episode_tasks=a.episode_tasks,
@@ -141,6 +162,19 @@ def _cmd_utilization(a: argparse.Namespace) -> int:
     print(json.dumps({"model": lm.name, "n_records": len(records), "summary": result.summary(), **result.metrics(),
                       "utilization": f"{a.out}/utilization.jsonl"}))
     return 0
+
+
+def _dtype_arg(p: argparse.ArgumentParser) -> None:
+    from workbench.eval.runner import DTYPES
+
+    p.add_argument("--dtype", default="float32", choices=DTYPES, help="the model's weights and activations")
+
+
+def _executor_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--workers", type=int, help="play episodes in N worker processes (one torch thread and one "
+                   "loaded model each; a local Ray instance, started and stopped here, unless --ray-address)")
+    p.add_argument("--ray-address", help="run the workers on this existing Ray cluster (HOST:PORT or auto); "
+                   "with --workers N, N of them (default: one per cluster CPU)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -160,7 +194,18 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--resume", action="store_true", help="continue a killed run: skips finished episodes")
     r.add_argument("--no-teacher-forcing", action="store_true")
     r.add_argument("--decode", default="score", help="score (likelihood over admissible) | generate (Thought/Action)")
+    _dtype_arg(r)
+    _executor_args(r)
     r.set_defaults(fn=_cmd_run)
+
+    sw = sub.add_parser("sweep", help="an experiment grid (configurations x tasks) as one job list over the same "
+                        "workers; each configuration writes the folder `workbench run` would; resumes")
+    sw.add_argument("grid", help="GRID.yaml (see workbench.eval.sweep for the format)")
+    sw.add_argument("--out", help="write into this folder instead of the grid's 'out'")
+    sw.add_argument("--only", nargs="+", metavar="NAME", help="play only these configurations now")
+    sw.add_argument("--dry-run", action="store_true", help="check the grid and print its configurations")
+    _executor_args(sw)
+    sw.set_defaults(fn=_cmd_sweep)
 
     m = sub.add_parser("merge-runs", help="merge runs of disjoint task slices (same configuration) into one run, "
                          "teacher_forced.json too")
@@ -188,6 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
     hs = h.add_subparsers(dest="heads_command", required=True)
     sc = hs.add_parser("score", help="build the retrieval supervision set of a split and score every head")
     sc.add_argument("--model", default=DEFAULT_AGENT, help=MODEL_HELP)
+    _dtype_arg(sc)
     sc.add_argument("--split", default="valid_seen")
     sc.add_argument("--tasks", default="0:40", help="slice of the split's sorted tasks: 0:40, all")
     sc.add_argument("--supervision", help="score this supervision JSONL instead of building one")
@@ -202,6 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     ab = hs.add_parser("ablate", help="ICL / Traj / Traj with top-k or random-k heads masked (Figure 2)")
     ab.add_argument("--model", default=DEFAULT_AGENT, help=MODEL_HELP)
+    _dtype_arg(ab)
     ab.add_argument("--split", default="valid_unseen")
     ab.add_argument("--tasks", default="0:20", help="teacher-forced tasks (slice)")
     ab.add_argument("--episode-tasks", default="", help="episode tasks (slice; empty: teacher forcing only)")
@@ -217,6 +264,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     u = sub.add_parser("utilization", help="C per task with the retrieval heads + the segment-masking test (Figure 3)")
     u.add_argument("--model", default=DEFAULT_AGENT, help=MODEL_HELP)
+    _dtype_arg(u)
     u.add_argument("--split", default="valid_unseen")
     u.add_argument("--tasks", default="0:10", help="teacher-forced tasks (slice)")
     u.add_argument("--episode-tasks", default="", help="episode tasks (slice; empty: teacher forcing only)")
@@ -232,10 +280,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from workbench.eval.executor import JobError
+
     args = build_parser().parse_args(argv)
     try:
         return args.fn(args)
-    except (ValueError, FileNotFoundError, FileExistsError) as e:
+    except (ValueError, FileNotFoundError, FileExistsError, JobError) as e:
         print(f"workbench {args.command}: error: {e}", file=sys.stderr)
         return 2
 

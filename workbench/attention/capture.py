@@ -11,6 +11,11 @@ prompt token) per selected head, so this capture recomputes exactly that row:
 * ``softmax(q . k * scaling)`` in fp32, with query head ``h`` reading key/value head
   ``h // (n_heads // n_key_value_heads)`` (grouped-query attention).
 
+Whatever the model's dtype, q and K are upcast before the product and the rows are float32, so C and head scores
+are summed in fp32. In bfloat16 a row is the fp32 softmax of the model's own bf16 q and K; on SmolLM2 it was
+measured within 1e-2 of ``hook_pattern``'s bf16 row (which rounds scores and weights to bf16) and within 3e-2 of
+the fp32 model's row (tests/attention/test_attention_bf16.py holds it to twice that).
+
 The extra memory is ``n_selected x prompt_len`` floats per step. The rows equal ``hook_pattern``'s row of q_t
 restricted to the prompt (tests/attention/test_attention_capture_real.py measures the difference on SmolLM2).
 
@@ -45,6 +50,7 @@ class CapturedStep:
 
     Attributes:
         rows: attention of q_t over the prompt, one row per selected head (HeadSet order); each row sums to 1.
+            Always float32, whatever the model's dtype.
         prompt_len: n_t, the number of prompt tokens (keys visible to q_t, q_t included).
         n_cached: how many of those keys came from the KV cache.
     """
@@ -152,7 +158,7 @@ class AttentionCapture:
         # q_t's row for every selected head, filled layer by layer during the forward.
         device = next(self.lm.hf_model.parameters()).device
         self._pending_rows: Float[Tensor, "n_selected key_pos"] = torch.zeros(
-            len(self.heads), layout.prompt_len, device=device
+            len(self.heads), layout.prompt_len, dtype=torch.float32, device=device
         )
         self._pending_layers = set(self.heads.layers)
         self._q: dict[int, Float[Tensor, "n_layer_heads d_head"]] = {}
@@ -185,7 +191,8 @@ class AttentionCapture:
             k_new = _to_tl_layout(rot_k, self.n_kv, lay.query_index + 1, hook.name)
             rows, head_indices = self._by_layer[layer]
             q = self._q.pop(layer)  # [n_layer_heads, d_head]
-            scores = torch.empty(len(rows), lay.prompt_len, device=q.device)  # [n_layer_heads, key_pos]
+            # fp32 like q: a bf16 model's keys are upcast below, never the rows downcast.
+            scores = torch.empty(len(rows), lay.prompt_len, dtype=torch.float32, device=q.device)  # [head, key_pos]
             if lay.n_cached:
                 past = _past_keys(self._past, layer)  # [batch, kv_head, key_pos, d_head]
                 if past.shape[-2] != lay.n_cached:

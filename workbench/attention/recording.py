@@ -106,7 +106,7 @@ def _finish(cap: CaptureInstrument, heads: HeadSet, top_m: int, want_carriers: b
         all_heads = cap.capture.heads.heads
         carriers = [[[] for _ in steps] for _ in segments]
         for t, s in enumerate(steps):
-            mass = torch.stack([s.rows[:, pos].sum(dim=-1) if pos else torch.zeros(len(all_heads))
+            mass = torch.stack([s.rows[:, pos].float().sum(dim=-1) if pos else torch.zeros(len(all_heads))
                                 for pos in segments], dim=0) * s.prompt_len  # [segment, head]
             top = torch.topk(mass, k=min(top_m, mass.shape[1]), dim=1)
             for seg in range(len(segments)):

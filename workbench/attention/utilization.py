@@ -127,7 +127,7 @@ def utilization_matrix(
     if len(prompt_lens) != len(rows):
         raise ValueError(f"{len(rows)} steps of rows but {len(prompt_lens)} prompt_lens")
     positions = [sorted({int(j) for j in seg}) for seg in segment_token_positions]
-    C = torch.zeros(len(positions), len(rows))
+    C = torch.zeros(len(positions), len(rows), dtype=torch.float32)  # fp32 even for bf16 rows (upcast below)
     for t, (r, n_t) in enumerate(zip(rows, prompt_lens)):
         if r.ndim != 2:
             raise ValueError(f"step {t}: rows must be [head, key_pos], got shape {tuple(r.shape)}")

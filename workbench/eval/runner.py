@@ -1,11 +1,15 @@
-"""Batch runner: one row per episode, resumable, with config and metrics written beside the rows.
+"""Run configurations and the run folder they write; ``run`` plays one through the driver.
 
-``out/config.json``       what ran (parameters, package versions, git commit)
-``out/trajectories.jsonl`` one Trajectory per finished episode, appended and fsynced as it finishes
-``out/metrics.json``      episode metrics (+ teacher-forced accuracy when asked)
+``out/config.json``        what ran (parameters, dtype included; package versions, git commit)
+``out/trajectories.jsonl`` one Trajectory per finished episode, appended and fsynced as it finishes (in
+                           completion order; rewritten in task order when the run completes)
+``out/teacher_forced.json`` teacher-forced accuracy on the tasks' expert plans (when asked)
+``out/metrics.json``       episode metrics (+ teacher-forced accuracy)
 
 A kill mid-episode loses only that unfinished episode (it was never written); ``resume=True`` skips every
-task already in trajectories.jsonl, so no finished episode is lost and none runs twice.
+task already in trajectories.jsonl (and every task already teacher-forced, see ``workbench.eval.driver``), so
+no finished episode is lost and none runs twice. Whichever executor plays the jobs (in-process, ``--workers
+N`` local processes, a Ray cluster) the folder is the same files.
 """
 
 from __future__ import annotations
@@ -20,15 +24,17 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from workbench.envs.alfworld import ALFWorldEnv, load_alfworld_tasks
+from workbench.envs.alfworld import load_alfworld_tasks
 from workbench.envs.base import Task
 from workbench.eval.metrics import by_task_type, episode_metrics
 from workbench.memory.trajectory import Trajectory, append_jsonl, atomic_write_text, iter_jsonl_dicts
 from workbench.models.registry import DEFAULT_AGENT
 
-__all__ = ["RunConfig", "parse_task_slice", "select_tasks", "run", "load_run", "versions", "teacher_forced_for",
-           "write_run_config", "batch_metrics"]
+__all__ = ["RunConfig", "DTYPES", "parse_task_slice", "select_tasks", "run", "load_run", "versions",
+           "teacher_forced_for", "teacher_forced_part", "combine_teacher_forced", "expert_for", "write_run_config",
+           "batch_metrics", "check_resume"]
 
+DTYPES = ("float32", "bfloat16")
 _VERSIONED = ("torch", "transformers", "transformer-lens", "textworld", "alfworld", "workbench")
 
 
@@ -45,6 +51,8 @@ class RunConfig:
         task_types: optional filter by short task type.
         teacher_forcing: also compute teacher-forced next-action accuracy on the tasks' expert plans.
         decode: ``score`` (likelihood over admissible commands) or ``generate`` (Thought/Action, big models).
+        dtype: the model's weights and activations: ``float32`` or ``bfloat16`` (see the README for which
+            batch runs use and why).
     """
 
     out: str
@@ -59,6 +67,11 @@ class RunConfig:
     teacher_forcing: bool = True
     decode: str = "score"
     seed: int = 0
+    dtype: str = "float32"
+
+    def __post_init__(self) -> None:
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype '{self.dtype}': expected one of {', '.join(DTYPES)}")
 
     def identity(self) -> dict:
         """The fields that must match for ``--resume`` to continue a run."""
@@ -111,23 +124,24 @@ def versions() -> dict:
     return out
 
 
-def _prepare_out(cfg: RunConfig, resume: bool) -> set[str]:
+def check_resume(cfg: RunConfig, resume: bool) -> set[str]:
+    """The task ids ``cfg.out`` already holds episodes of; refuses (before anything is written) a folder holding
+    a run without ``resume``, or a run of other parameters (a folder written before runs recorded their
+    dtype was played in float32)."""
     out = Path(cfg.out)
     cfg_path, rows = out / "config.json", out / "trajectories.jsonl"
-    done: set[str] = set()
     if cfg_path.exists():
-        old = json.loads(cfg_path.read_text())
+        try:
+            old = {"dtype": "float32"} | json.loads(cfg_path.read_text()).get("run", {})
+        except (json.JSONDecodeError, AttributeError) as e:
+            raise ValueError(f"{cfg_path}: not a run config ({e}); move it away or use a new --out") from None
         if not resume:
             if rows.exists() and rows.stat().st_size:
                 raise FileExistsError(f"{out} already holds a run: pass --resume to continue it, or a new --out")
-        elif old.get("run") != cfg.identity():
-            diff = {k: (old.get("run", {}).get(k), v) for k, v in cfg.identity().items() if old.get("run", {}).get(k) != v}
+        elif old != cfg.identity():
+            diff = {k: (old.get(k), v) for k, v in cfg.identity().items() if old.get(k) != v}
             raise ValueError(f"{cfg_path}: --resume with different parameters {diff}; use a new --out")
-    if resume:
-        done = {d["task_id"] for d in iter_jsonl_dicts(rows)}
-        _drop_torn_tail(rows)
-    write_run_config(cfg)
-    return done
+    return {d["task_id"] for d in iter_jsonl_dicts(rows)} if resume else set()
 
 
 def write_run_config(cfg: RunConfig) -> None:
@@ -140,16 +154,6 @@ def write_run_config(cfg: RunConfig) -> None:
 def batch_metrics(trajs: list[Trajectory]) -> dict:
     """What ``metrics.json`` holds about a batch of episodes: the metrics overall and per task type."""
     return episode_metrics(trajs) | {"by_task_type": by_task_type(trajs)}
-
-
-def _drop_torn_tail(rows: Path) -> None:
-    """A kill mid-append leaves a partial last line; cut it so the next append starts a clean line."""
-    if not rows.exists():
-        return
-    data = rows.read_bytes()
-    if data and not data.endswith(b"\n"):
-        cut = data.rfind(b"\n") + 1
-        atomic_write_text(rows, data[:cut].decode("utf-8"))
 
 
 def build_policy(name: str, retriever: str = "minilm"):
@@ -169,40 +173,61 @@ def build_policy(name: str, retriever: str = "minilm"):
     return get_policy(name)(base)
 
 
-def run(cfg: RunConfig, resume: bool = False, progress: bool = True, lm=None) -> dict:
-    """Run (or resume) a batch and write config.json, trajectories.jsonl and metrics.json.
+def run(cfg: RunConfig, resume: bool = False, progress: bool = True, lm=None, workers: int | None = None,
+        ray_address: str | None = None) -> dict:
+    """Run (or resume) a batch and write config.json, trajectories.jsonl, teacher_forced.json and metrics.json.
+
+    Args:
+        cfg: the run.
+        resume: continue the run in ``cfg.out`` (its parameters must match).
+        lm: a model already loaded in this process (it must be ``cfg.model`` in ``cfg.dtype``); serial only.
+        workers: play the episodes in this many worker processes (a local Ray instance, started and stopped
+            here, unless ``ray_address`` names a cluster).
+        ray_address: an existing Ray cluster to run the workers on.
 
     Returns:
         The metrics dict written to metrics.json.
     """
-    from workbench.agents.loop import Agent
-    from workbench.models.loading import load_model
+    from workbench.eval.driver import drive
 
-    if lm is not None and lm.name != cfg.model:
-        raise ValueError(f"run: the loaded model is '{lm.name}' but the run's config says model='{cfg.model}'; "
-                         "config.json would misname the model that played")
-    tasks = select_tasks(cfg)
-    done = _prepare_out(cfg, resume)
-    lm = lm or load_model(cfg.model)
-    agent = Agent.from_model(lm, decode=cfg.decode)
-    policy = build_policy(cfg.memory, cfg.retriever)
-    env = ALFWorldEnv(max_steps=cfg.max_steps)
-    rows = Path(cfg.out) / "trajectories.jsonl"
-    todo = [t for t in tasks if t.task_id not in done]
-    t0 = time.perf_counter()
-    bar = tqdm(todo, desc=f"{cfg.split} [{cfg.memory}]", disable=not progress)
-    for task in bar:
-        result = agent.run(env, task, policy, max_steps=cfg.max_steps)
-        append_jsonl(rows, result.trajectory)
-        bar.set_postfix(success=result.trajectory.success, steps=result.trajectory.n_steps)
-    env.close()
-    trajs = [Trajectory.model_validate(d) for d in iter_jsonl_dicts(rows)]
-    metrics = batch_metrics(trajs)
-    metrics["wall_s_this_invocation"] = round(time.perf_counter() - t0, 1)
-    if cfg.teacher_forcing:
-        metrics["teacher_forced"] = teacher_forced_for(lm, cfg.memory, cfg.split, cfg.tasks, cfg.out, progress)
-    atomic_write_text(Path(cfg.out) / "metrics.json", json.dumps(metrics, indent=1))
-    return metrics
+    return drive([cfg], resume=resume, progress=progress, lm=lm, workers=workers,
+                 ray_address=ray_address).metrics[cfg.out]
+
+
+def expert_for(split: str, task_id: str) -> Trajectory:
+    """The planner's expert trajectory of ``task_id`` (what teacher forcing replays)."""
+    from workbench.eval.memory_base import expert_trajectories_for
+
+    for e in expert_trajectories_for(split):
+        if e.task_id == task_id:
+            return e
+    raise ValueError(f"no expert trajectory for {task_id} in {split}")
+
+
+def teacher_forced_part(agent, expert: Trajectory, task: Task, policy) -> dict:
+    """One task's teacher-forced steps (a job's result; ``combine_teacher_forced`` adds tasks up)."""
+    from workbench.eval.teacher_forcing import teacher_forced_accuracy
+
+    res = teacher_forced_accuracy(agent, [expert], {task.task_id: task}, policy, progress=False)
+    return {"task_id": task.task_id, "n_correct": res.n_correct, "n_steps": res.n_steps,
+            "p_sum": res.mean_p_expert * res.n_steps, "per_task": res.per_task[task.task_id],
+            "per_step": list(res.per_step)}
+
+
+def combine_teacher_forced(key: dict, parts: list[dict]) -> dict:
+    """The ``teacher_forced.json`` record of ``parts`` (one per task, in the split's expert order)."""
+    n = sum(p["n_steps"] for p in parts)
+    correct = sum(p["n_correct"] for p in parts)
+    p_sum = sum(p["p_sum"] for p in parts)
+    result = {"accuracy": correct / n if n else 0.0, "n_steps": n, "n_tasks": len(parts),
+              "mean_p_expert": p_sum / n if n else 0.0}
+    return {"key": key, "result": result, "per_task": {p["task_id"]: list(p["per_task"]) for p in parts},
+            "per_step": [s for p in parts for s in p["per_step"]]}
+
+
+def teacher_forced_key(model: str, dtype: str, memory: str, split: str, tasks: str) -> dict:
+    """What a ``teacher_forced.json`` was computed for (recomputed when any of it differs)."""
+    return {"model": model, "dtype": dtype, "memory": memory, "split": split, "tasks": tasks}
 
 
 def teacher_forced_for(lm, memory: str, split: str, tasks: str, out: str | Path, progress: bool = True,
@@ -210,27 +235,27 @@ def teacher_forced_for(lm, memory: str, split: str, tasks: str, out: str | Path,
     """Teacher-forced accuracy of ``lm`` under memory ``memory`` on the expert plans of ``tasks``.
 
     ``policy``: a memory policy object to use instead of ``build_policy(memory)`` (``memory`` then names it
-    in the cache key). Cached in ``out/teacher_forced.json`` (recomputed when the parameters differ).
+    in the cache key). Cached in ``out/teacher_forced.json`` (recomputed when the parameters differ). The
+    same per-task parts and sums as the driver's teacher-forcing jobs, so both write the same file.
     """
     from workbench.agents.loop import Agent
+    from workbench.eval.jobs import model_dtype
     from workbench.eval.memory_base import expert_trajectories_for
-    from workbench.eval.teacher_forcing import teacher_forced_accuracy
 
     path = Path(out) / "teacher_forced.json"
-    key = {"model": lm.name, "memory": memory, "split": split, "tasks": tasks}
+    key = teacher_forced_key(lm.name, model_dtype(lm), memory, split, tasks)
     if path.exists():
         cached = json.loads(path.read_text())
         if cached.get("key") == key:
             return cached["result"]
-    task_list = select_tasks(RunConfig(out=str(out), split=split, tasks=tasks))
-    by_id = {t.task_id: t for t in task_list}
+    by_id = {t.task_id: t for t in select_tasks(RunConfig(out=str(out), split=split, tasks=tasks))}
+    agent, policy = Agent.from_model(lm), policy or build_policy(memory)
     experts = [e for e in expert_trajectories_for(split) if e.task_id in by_id]
-    res = teacher_forced_accuracy(Agent.from_model(lm), experts, by_id, policy or build_policy(memory),
-                                  progress=progress)
-    result = {"accuracy": res.accuracy, "n_steps": res.n_steps, "n_tasks": len(experts), "mean_p_expert": res.mean_p_expert}
-    atomic_write_text(path, json.dumps({"key": key, "result": result, "per_task": res.per_task,
-                                        "per_step": list(res.per_step)}, indent=1))
-    return result
+    parts = [teacher_forced_part(agent, e, by_id[e.task_id], policy)
+             for e in tqdm(experts, desc=f"teacher forcing [{memory}]", disable=not progress)]
+    record = combine_teacher_forced(key, parts)
+    atomic_write_text(path, json.dumps(record, indent=1))
+    return record["result"]
 
 
 def load_run(out: str | Path) -> tuple[list[Trajectory], dict, dict]:

@@ -65,6 +65,11 @@ class LoadedModel:
         cfg = self.hf_model.config
         return int(getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads)
 
+    @property
+    def dtype(self) -> str:
+        """The weights' dtype name (``float32``, ``bfloat16``, ``float16``), what runs and tables record."""
+        return str(next(self.hf_model.parameters()).dtype).removeprefix("torch.")
+
 
 def _dtype(dtype: str | torch.dtype) -> torch.dtype:
     if isinstance(dtype, torch.dtype):
@@ -185,7 +190,10 @@ def wrap(hf_model: Any, tokenizer: Any, name: str, hf_id: str, source: str = "",
     logging.getLogger("transformer_lens").setLevel(logging.ERROR)
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
-    bridge = TransformerBridge.boot_transformers(hf_id, hf_model=hf_model, tokenizer=tokenizer, device=device)
+    # The bridge only records dtype for a given hf_model (it never casts it); left out it would say float32 for a
+    # model cast to bfloat16 before wrap.
+    bridge = TransformerBridge.boot_transformers(hf_id, hf_model=hf_model, tokenizer=tokenizer, device=device,
+                                                 dtype=next(hf_model.parameters()).dtype)
     bridge.eval()
     cfg = hf_model.config
     n_ctx = int(getattr(cfg, "max_position_embeddings", 2048))

@@ -184,11 +184,13 @@ class ActionScorer:
             candidate_slices=((len(new), n_q),),
             candidate_paths=paths_q,
         )
-        mask = self._mask(n_cached, len(new), node_parent)
+        param = next(self.lm.hf_model.parameters())
+        device = param.device
+        mask_dtype = param.dtype if param.is_floating_point() else torch.float32  # quantized: fp32 compute
+        mask = self._mask(n_cached, len(new), node_parent, dtype=mask_dtype)
         if on_layout is not None:
             on_layout(layout)
         bridge = self.lm.bridge
-        device = next(self.lm.hf_model.parameters()).device
         kwargs = dict(
             return_type="logits_and_cache",
             past_key_values=self._cache,
@@ -201,6 +203,8 @@ class ActionScorer:
                 logits, cache = bridge(inp, **kwargs)
         else:
             logits, cache = bridge(inp, **kwargs)
+        # fp32 whatever the model's dtype: a bf16 log-softmax over the vocabulary (8-bit mantissa, ~0.03 nats at
+        # log p ~ -4) would round close candidates to the same score.
         logp = torch.log_softmax(logits[0].float(), dim=-1)  # [query_pos, vocab]
         scores = []
         for path, ids in zip(paths_q, cand_ids):
@@ -215,9 +219,14 @@ class ActionScorer:
         return ScoreResult(scores=tuple(scores), best=best, layout=layout, reused_tokens=n_cached)
 
     @staticmethod
-    def _mask(n_cached: int, n_new: int, node_parent: list[int]) -> torch.Tensor:
-        """Additive 4-D mask [1, 1, query, key]: causal over prefix+suffix; a trie node sees its ancestors."""
-        neg = torch.finfo(torch.float32).min
+    def _mask(n_cached: int, n_new: int, node_parent: list[int], dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        """Additive 4-D mask [1, 1, query, key]: causal over prefix+suffix; a trie node sees its ancestors.
+
+        Built in the model's dtype with that dtype's min (as transformers does): the bridge casts the mask to
+        the attention scores' dtype, and float32's min overflows to -inf in bfloat16 / float16, which makes a
+        fully masked row NaN and puts -inf into every hook that reads the scores.
+        """
+        neg = torch.finfo(dtype).min
         n_nodes = len(node_parent)
         n_q = n_new + n_nodes
         allowed = torch.zeros(n_q, n_q, dtype=torch.bool)
@@ -228,7 +237,7 @@ class ActionScorer:
                 allowed[n_new + i, n_new:] = allowed[n_new + parent, n_new:]
             allowed[n_new + i, n_new + i] = True
         full = torch.cat([torch.ones(n_q, n_cached, dtype=torch.bool), allowed], dim=1)
-        mask = torch.zeros(n_q, n_cached + n_q)
+        mask = torch.zeros(n_q, n_cached + n_q, dtype=dtype)
         mask.masked_fill_(~full, neg)
         return mask[None, None]
 

@@ -1,0 +1,99 @@
+"""Experiment grids: checked before anything runs (file, configuration and key named), one job list, each
+configuration's folder exactly what `workbench run` writes, resumable."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from workbench.cli import main
+from workbench.eval.runner import RunConfig, run
+from workbench.eval.sweep import GridError, load_grid, run_sweep
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "grid.yaml"
+    p.write_text(text)
+    return p
+
+
+GRID = """
+out: {out}
+defaults: {{model: {model}, split: valid_unseen, tasks: "0:134:134", max_steps: 3}}
+configurations:
+  - {{name: none, memory: none, teacher_forcing: false}}
+  - {{name: traj, memory: traj}}
+grid:
+  retriever: [minilm, bm25]
+"""
+
+
+def test_grid_expands_configurations_times_grid(tmp_path):
+    grid = load_grid(_write(tmp_path, GRID.format(out=tmp_path / "o", model="smollm2-135m-alfworld")))
+    assert grid.names == ["none-minilm", "none-bm25", "traj-minilm", "traj-bm25"]
+    cfg = grid.configs[3]
+    assert cfg == RunConfig(out=str(tmp_path / "o" / "traj-bm25"), model="smollm2-135m-alfworld", tasks="0:134:134",
+                            max_steps=3, memory="traj", retriever="bm25")
+
+
+@pytest.mark.parametrize("body, message", [
+    ("configurations: [{name: a, memory: none, memroy: x}]", "configuration 'a': unknown key 'memroy'"),
+    ("configurations: [{name: a, memory: arbiter9}]", "configuration 'a': key 'memory': unknown memory policy 'arbiter9'"),
+    ("configurations: [{name: a, memory: none, tasks: '0:x'}]", "configuration 'a': key 'tasks'"),
+    ("configurations: [{name: a, memory: none, tasks: '500'}]", "configuration 'a': key 'tasks': tasks 500: out of range"),
+    ("configurations: [{name: a, memory: none, max_steps: ten}]", "configuration 'a': key 'max_steps': expected an integer"),
+    ("configurations: [{name: a, memory: none, dtype: fp8}]", "configuration 'a': key 'dtype'"),
+    ("configurations: [{name: a, memory: none, model: /no/such/model}]", "configuration 'a': key 'model': model '/no/such/model' not found"),
+    ("configurations: [{name: a, memory: none, split: valid_nowhere}]", "configuration 'a': key 'split'"),
+    ("configurations: [{name: a, memory: none, out: x}]", "configuration 'a': unknown key 'out' (the folder is OUT/NAME)"),
+    ("configurations: [{name: a, memory: none}, {name: a, memory: traj}]", "two configurations are named 'a'"),
+    ("configurations: [{name: a/b, memory: none}]", "configuration 'a/b': key 'name'"),
+    ("grid: {memory: none}", "grid: key 'memory': expected a non-empty list"),
+    ("grid: {memroy: [none]}", "grid: unknown key 'memroy'"),
+    ("configurations: []", "key 'configurations': expected a non-empty list"),
+    ("defaults: {}", "no configurations"),
+    ("confgurations: [{memory: none}]", "unknown top-level key 'confgurations'"),
+])
+def test_bad_grids_name_file_configuration_and_key(tmp_path, body, message):
+    path = _write(tmp_path, f"out: {tmp_path / 'o'}\n{body}\n")
+    with pytest.raises(GridError) as err:
+        load_grid(path)
+    assert str(path) in str(err.value) and message in str(err.value)
+    assert not (tmp_path / "o").exists()
+
+
+def test_cli_refuses_a_bad_grid_before_running(tmp_path, capsys):
+    path = _write(tmp_path, f"out: {tmp_path / 'o'}\nconfigurations: [{{name: a, memory: nope}}]\n")
+    assert main(["sweep", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "grid.yaml: configuration 'a': key 'memory'" in err and not (tmp_path / "o").exists()
+    assert main(["sweep", str(tmp_path / "missing.yaml")]) == 2
+    assert "no such grid file" in capsys.readouterr().err
+
+
+def test_sweep_folders_are_what_run_writes_and_it_resumes(tiny_model_dir, tmp_path):
+    grid = load_grid(_write(tmp_path, GRID.format(out=tmp_path / "grid", model=tiny_model_dir)))
+    report = run_sweep(grid, only=["none-minilm", "traj-minilm"], progress=False)
+    assert report.jobs == {"episode": 2, "teacher_forcing": 1}
+    # the same configuration played by `workbench run` writes the same files
+    ref = tmp_path / "ref"
+    run(RunConfig(out=str(ref), model=str(tiny_model_dir), tasks="0:134:134", max_steps=3, memory="traj"), progress=False)
+    for name in ("trajectories.jsonl", "teacher_forced.json"):
+        assert (tmp_path / "grid" / "traj-minilm" / name).read_bytes() == (ref / name).read_bytes()
+    assert (json.loads((tmp_path / "grid" / "traj-minilm" / "config.json").read_text())["run"]
+            == json.loads((ref / "config.json").read_text())["run"])
+    # again: nothing left to play for those two; the others are played now
+    again = run_sweep(grid, progress=False)
+    assert again.jobs == {"episode": 2, "teacher_forcing": 1}
+    state = json.loads((tmp_path / "grid" / "sweep.json").read_text())
+    assert len(state["invocations"]) == 2 and all(s["complete"] for s in state["status"].values())
+    assert run_sweep(grid, progress=False).jobs == {"episode": 0, "teacher_forcing": 0}
+    # a configuration changed under the same name is refused, naming what differs, before anything runs
+    changed = _write(tmp_path, GRID.format(out=tmp_path / "grid", model=tiny_model_dir).replace("max_steps: 3",
+                                                                                               "max_steps: 4"))
+    with pytest.raises(ValueError, match="max_steps"):
+        run_sweep(load_grid(changed), progress=False)
+    with pytest.raises(GridError, match="--only nope: no such configuration"):
+        run_sweep(grid, only=["nope"], progress=False)

@@ -1,0 +1,234 @@
+"""The driver: run configurations -> jobs -> an executor -> run folders. ``workbench run`` (one configuration)
+and ``workbench sweep`` (a grid) are both this loop.
+
+    for each configuration:  check its folder (refuse a mismatch before anything is written), list what is
+                             left: episodes not in trajectories.jsonl, teacher-forced tasks not yet scored
+    all configurations' jobs -> executor.map_unordered -> as each result arrives, the driver (alone) appends it
+                             to its folder; when a configuration's last job lands, the folder is completed
+                             (episodes in task order, teacher_forced.json, metrics.json)
+
+What a kill leaves behind (crash-consistency):
+- **a worker** (kill -9, OOM): its one job was never written; the executor replays it elsewhere.
+- **the driver**, at any point: every result it appended is in the folder, fsynced — whole episode lines in
+  ``trajectories.jsonl`` (a torn last line is skipped and cut on resume) and whole task lines in
+  ``teacher_forced.parts.jsonl``; ``teacher_forced.json`` and ``metrics.json`` are replaced atomically, so they are
+  either the previous complete version or absent. ``--resume`` (a sweep always resumes) plays only what is
+  missing; nothing is played or written twice.
+- completing a folder rewrites ``trajectories.jsonl`` in task order by an atomic rename of the same lines, so the
+  finished folder is byte-for-byte the one a serial run writes, whatever the completion order was.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from workbench.envs.base import Task
+from workbench.eval.executor import Executor, make_executor
+from workbench.eval.jobs import EPISODE, TEACHER_FORCING, Job, model_dtype
+from workbench.eval.runner import (RunConfig, batch_metrics, check_resume, combine_teacher_forced, select_tasks,
+                                   teacher_forced_key, write_run_config)
+from workbench.memory.trajectory import Trajectory, append_jsonl, atomic_write_text, iter_jsonl_dicts
+
+__all__ = ["drive", "check_all", "BatchReport", "PARTS_FILE"]
+
+PARTS_FILE = "teacher_forced.parts.jsonl"  # one teacher-forced task per line while a run is incomplete
+
+
+@dataclass
+class BatchReport:
+    """What one ``drive`` call did.
+
+    Attributes:
+        metrics: ``metrics.json`` of every configuration, by its ``out``.
+        jobs: jobs played in this call (per kind).
+        workers: per worker process id, its peak resident memory (MiB) as last reported.
+        replayed: jobs replayed after their worker died.
+        wall_s: wall time of the call.
+    """
+
+    metrics: dict[str, dict] = field(default_factory=dict)
+    jobs: dict[str, int] = field(default_factory=dict)
+    workers: dict[int, float] = field(default_factory=dict)
+    replayed: int = 0
+    wall_s: float = 0.0
+
+
+@dataclass
+class _Plan:
+    cfg: RunConfig
+    tasks: list[Task]
+    episodes: list[Task]  # still to play
+    tf_key: dict | None
+    tf_order: list[str]  # task ids teacher forcing covers, in the split's expert order
+    tf_parts: dict[str, dict]  # task id -> part already scored
+    tf_todo: list[Task]
+    left: int = 0  # jobs of this call not yet landed
+    episodes_left: int = 0
+
+    @property
+    def name(self) -> str:
+        return Path(self.cfg.out).name
+
+
+def _plan(cfg: RunConfig, resume: bool) -> _Plan:
+    from workbench.eval.memory_base import expert_trajectories_for
+
+    tasks = select_tasks(cfg)
+    done = check_resume(cfg, resume)
+    episodes = [t for t in tasks if t.task_id not in done]
+    key, order, parts, todo = None, [], {}, []
+    if cfg.teacher_forcing:
+        key = teacher_forced_key(cfg.model, cfg.dtype, cfg.memory, cfg.split, cfg.tasks)
+        out = Path(cfg.out)
+        cached = json.loads((out / "teacher_forced.json").read_text()) if (out / "teacher_forced.json").exists() else {}
+        by_id = {t.task_id: t for t in tasks}
+        order = [e.task_id for e in expert_trajectories_for(cfg.split) if e.task_id in by_id]
+        if cached.get("key") != key:
+            parts = {d["part"]["task_id"]: d["part"] for d in iter_jsonl_dicts(out / PARTS_FILE) if d.get("key") == key}
+            todo = [by_id[t] for t in order if t not in parts]
+    plan = _Plan(cfg, tasks, episodes, key, order, parts, todo)
+    plan.left = len(episodes) + len(todo)
+    plan.episodes_left = len(episodes)
+    return plan
+
+
+def check_all(cfgs: list[RunConfig], resume: bool) -> None:
+    """Every check ``drive`` makes before it writes anything (folders, parameters), without playing."""
+    outs = [c.out for c in cfgs]
+    if len(set(outs)) != len(outs):
+        raise ValueError(f"two configurations write the same folder: {sorted({o for o in outs if outs.count(o) > 1})}")
+    for c in cfgs:
+        check_resume(c, resume)
+
+
+def _jobs(plan: _Plan) -> list[Job]:
+    return ([Job(plan.cfg, t, EPISODE) for t in plan.episodes]
+            + [Job(plan.cfg, t, TEACHER_FORCING) for t in plan.tf_todo])
+
+
+def _append_line(path: Path, record: dict) -> None:
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps(record) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _cut_torn_tail(path: Path) -> None:
+    """A kill mid-append leaves a partial last line; cut it so the next append starts a clean line."""
+    if path.exists():
+        data = path.read_bytes()
+        if data and not data.endswith(b"\n"):
+            atomic_write_text(path, data[: data.rfind(b"\n") + 1].decode("utf-8"))
+
+
+def _complete(plan: _Plan, t0: float) -> dict:
+    """Episodes in task order, teacher_forced.json, metrics.json: the folder a serial run writes."""
+    out = Path(plan.cfg.out)
+    rows = out / "trajectories.jsonl"
+    order = {t.task_id: i for i, t in enumerate(plan.tasks)}
+    lines = [ln for ln in rows.read_text(encoding="utf-8").splitlines(keepends=True) if ln.strip()] if rows.exists() else []
+    ids = [json.loads(ln)["task_id"] for ln in lines]
+    ranked = sorted(range(len(lines)), key=lambda i: order.get(ids[i], len(order)))
+    if ranked != list(range(len(lines))):
+        atomic_write_text(rows, "".join(lines[i] for i in ranked))
+    trajs = [Trajectory.model_validate(d) for d in iter_jsonl_dicts(rows)]
+    metrics = batch_metrics(trajs)
+    metrics["wall_s_this_invocation"] = round(time.perf_counter() - t0, 1)
+    if plan.tf_key is not None:
+        tf_path = out / "teacher_forced.json"
+        if plan.tf_todo or not tf_path.exists() or json.loads(tf_path.read_text()).get("key") != plan.tf_key:
+            record = combine_teacher_forced(plan.tf_key, [plan.tf_parts[t] for t in plan.tf_order])
+            atomic_write_text(tf_path, json.dumps(record, indent=1))
+        (out / PARTS_FILE).unlink(missing_ok=True)
+        metrics["teacher_forced"] = json.loads(tf_path.read_text())["result"]
+    atomic_write_text(out / "metrics.json", json.dumps(metrics, indent=1))
+    return metrics
+
+
+def drive(cfgs: list[RunConfig], resume: bool = False, progress: bool = True, lm=None, workers: int | None = None,
+          ray_address: str | None = None, executor: Executor | None = None, on_result=None, desc: str | None = None
+          ) -> BatchReport:
+    """Play every configuration's missing jobs over one executor and complete their run folders.
+
+    Args:
+        cfgs: the configurations (distinct ``out`` folders).
+        resume: continue folders that already hold runs of the same parameters.
+        lm: a model loaded in this process (serial only): it plays the configurations that name it.
+        workers / ray_address: the executor (see ``make_executor``); or pass ``executor`` (it is not closed).
+        on_result: called as ``on_result(job, result)`` after each result is written (monitoring, tests).
+        desc: the progress bar's label.
+
+    Returns:
+        A :class:`BatchReport`; ``report.metrics[cfg.out]`` is what that folder's ``metrics.json`` holds.
+    """
+    t0 = time.perf_counter()
+    check_all(cfgs, resume)
+    models = None
+    if lm is not None:
+        if workers is not None or ray_address is not None or executor is not None:
+            raise ValueError("a model loaded in this process (lm=...) plays serially; leave workers/ray_address unset")
+        for c in cfgs:
+            if lm.name != c.model:
+                raise ValueError(f"run: the loaded model is '{lm.name}' but the run's config says model='{c.model}'; "
+                                 "config.json would misname the model that played")
+            if model_dtype(lm) != c.dtype:
+                raise ValueError(f"run: the loaded model is {model_dtype(lm)} but the run's config says "
+                                 f"dtype='{c.dtype}'; load it with load_model(..., dtype='{c.dtype}')")
+        models = {(lm.name, model_dtype(lm)): lm}
+    plans = [_plan(c, resume) for c in cfgs]  # every check before anything is written
+    for p in plans:
+        write_run_config(p.cfg)
+        _cut_torn_tail(Path(p.cfg.out) / "trajectories.jsonl")
+        _cut_torn_tail(Path(p.cfg.out) / PARTS_FILE)
+    by_out = {p.cfg.out: p for p in plans}
+    jobs = [j for p in plans for j in _jobs(p)]
+    report = BatchReport(jobs={EPISODE: sum(j.kind == EPISODE for j in jobs),
+                               TEACHER_FORCING: sum(j.kind == TEACHER_FORCING for j in jobs)})
+    if jobs:
+        own = executor is None
+        executor = executor or make_executor(workers, ray_address, models=models)
+        single = len(plans) == 1
+        label = desc or (f"{plans[0].cfg.split} [{plans[0].cfg.memory}]" if single else f"{len(plans)} configurations")
+        bar = tqdm(total=len(jobs), desc=label, disable=not progress, smoothing=0.05)
+        try:
+            for job, result in executor.map_unordered(jobs):
+                plan = by_out[job.config.out]
+                out = Path(plan.cfg.out)
+                if job.kind == EPISODE:
+                    traj = Trajectory.model_validate(result["trajectory"])
+                    append_jsonl(out / "trajectories.jsonl", traj)
+                else:
+                    part = result["teacher_forced"]
+                    _append_line(out / PARTS_FILE, {"key": plan.tf_key, "part": part})
+                    plan.tf_parts[part["task_id"]] = part
+                info = result.get("worker") or {}
+                if "pid" in info:
+                    report.workers[info["pid"]] = info["peak_rss_mib"]
+                plan.left -= 1
+                plan.episodes_left -= job.kind == EPISODE
+                if plan.left == 0:
+                    report.metrics[plan.cfg.out] = _complete(plan, t0)
+                bar.update(1)
+                if single and job.kind == EPISODE:
+                    bar.set_postfix(success=traj.success, steps=traj.n_steps)
+                elif not single:
+                    bar.set_postfix_str("  ".join(f"{p.name} {len(p.tasks) - p.episodes_left}/{len(p.tasks)}"
+                                                  for p in plans))
+                if on_result is not None:
+                    on_result(job, result)
+        finally:
+            bar.close()
+            report.replayed = getattr(executor, "replayed", 0)
+            if own:
+                executor.close()
+    for p in plans:
+        if p.cfg.out not in report.metrics:  # nothing was left to play
+            report.metrics[p.cfg.out] = _complete(p, t0)
+    report.wall_s = round(time.perf_counter() - t0, 1)
+    return report

@@ -1,0 +1,145 @@
+"""Jobs and the worker that plays them: the unit every executor (in-process, local processes, a Ray cluster)
+moves around.
+
+A batch (one ``workbench run`` or a whole ``workbench sweep`` grid) is a list of :class:`Job` — one episode,
+or the teacher-forced steps of one task, of one run configuration. A :class:`Worker` plays jobs one at a time
+and returns plain JSON-able dicts; it never writes files (the driver alone writes run folders, so a run is the
+same files whichever executor played it).
+
+A worker loads what its jobs need on first use and keeps it: models by (name, dtype) — at most
+``max_models`` at once, least recently used dropped first, so a grid ordered configuration by configuration
+loads each model once per worker — memory policies by (memory, retriever), environments by step limit.
+Every piece of state a job touches is reset at its start (the scorer's KV cache, the policy's ``begin``, the
+environment's ``reset``), so a job's result depends on the job alone: a job replayed on another worker after a
+crash, or played in a serial run, gives the same dict.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+from collections import OrderedDict
+from dataclasses import dataclass, replace
+from typing import Any
+
+from workbench.envs.base import Task
+
+__all__ = ["Job", "Worker", "EPISODE", "TEACHER_FORCING", "model_dtype"]
+
+EPISODE = "episode"
+TEACHER_FORCING = "teacher_forcing"
+
+
+@dataclass(frozen=True)
+class Job:
+    """One unit of work: an episode, or the teacher-forced steps of one task, of one run configuration.
+
+    Attributes:
+        config: the run's ``RunConfig`` (frozen; it travels to the worker as is).
+        task: the task (its game file must be readable at the same path on the worker's machine).
+        kind: ``episode`` or ``teacher_forcing``.
+    """
+
+    config: Any  # workbench.eval.runner.RunConfig (not imported: runner imports this module)
+    task: Task
+    kind: str = EPISODE
+
+    def describe(self) -> str:
+        return f"{self.kind} of {self.task.task_id} for {self.config.out}"
+
+
+def model_dtype(lm: Any) -> str:
+    """The dtype name ("float32", "bfloat16", ...) of a loaded model's weights."""
+    import torch
+
+    dtype = next(lm.hf_model.parameters()).dtype
+    return {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16"}.get(dtype, str(dtype))
+
+
+class Worker:
+    """Plays jobs; one per process (a Ray actor, or the driver itself for a serial run).
+
+    Args:
+        threads: torch threads in this process (1: batch jobs share the cores; two threads per process on a
+            busy machine spin-wait and run several times slower). None leaves torch's setting alone.
+        models: models already loaded in this process, ``{(name, dtype): LoadedModel}`` (a serial run reuses
+            the caller's model).
+        max_models: how many models to keep loaded at once.
+    """
+
+    def __init__(self, threads: int | None = 1, models: dict | None = None, max_models: int = 2) -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        if threads is not None:
+            import torch
+
+            torch.set_num_threads(threads)
+        self._models: OrderedDict = OrderedDict(models or {})
+        self._max_models = max(max_models, len(self._models), 1)
+        self._policies: dict = {}
+        self._envs: dict = {}
+        self._agents: dict = {}
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def info(self) -> dict:
+        """This process: pid and peak resident memory so far (MiB)."""
+        return {"pid": os.getpid(), "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+
+    def model(self, name: str, dtype: str):
+        key = (name, dtype)
+        if key not in self._models:
+            from workbench.models.loading import load_model
+
+            while len(self._models) >= self._max_models:
+                old, _ = self._models.popitem(last=False)
+                self._agents = {k: v for k, v in self._agents.items() if k[:2] != old}
+            self._models[key] = load_model(name, dtype=dtype)
+        self._models.move_to_end(key)
+        return self._models[key]
+
+    def _agent(self, cfg):
+        key = (cfg.model, cfg.dtype, cfg.decode)
+        if key not in self._agents:
+            from workbench.agents.loop import Agent
+
+            self._agents[key] = Agent.from_model(self.model(cfg.model, cfg.dtype), decode=cfg.decode)
+        return self._agents[key]
+
+    def _policy(self, cfg):
+        key = (cfg.memory, cfg.retriever)
+        if key not in self._policies:
+            from workbench.eval.runner import build_policy
+
+            self._policies[key] = build_policy(cfg.memory, cfg.retriever)
+        return self._policies[key]
+
+    def _env(self, max_steps: int):
+        if max_steps not in self._envs:
+            from workbench.envs.alfworld import ALFWorldEnv
+
+            self._envs[max_steps] = ALFWorldEnv(max_steps=max_steps)
+        return self._envs[max_steps]
+
+    def play(self, job: Job) -> dict:
+        """Play ``job``; returns ``{"kind", "task_id", "worker": info()}`` plus ``trajectory`` (an episode, as
+        a JSON dict) or ``teacher_forced`` (one task's scored steps, see ``teacher_forced_part``)."""
+        cfg = job.config
+        out: dict = {"kind": job.kind, "task_id": job.task.task_id}
+        if job.kind == EPISODE:
+            result = self._agent(cfg).run(self._env(cfg.max_steps), job.task, self._policy(cfg), max_steps=cfg.max_steps)
+            out["trajectory"] = result.trajectory.model_dump(mode="json")
+        elif job.kind == TEACHER_FORCING:
+            from workbench.eval.runner import expert_for, teacher_forced_part
+
+            agent = self._agent(replace(cfg, decode="score"))  # teacher forcing scores the admissible commands
+            out["teacher_forced"] = teacher_forced_part(agent, expert_for(cfg.split, job.task.task_id), job.task,
+                                                        self._policy(cfg))
+        else:
+            raise ValueError(f"job kind '{job.kind}': expected '{EPISODE}' or '{TEACHER_FORCING}'")
+        return out | {"worker": self.info()}
+
+    def close(self) -> None:
+        for env in self._envs.values():
+            env.close()
+        self._envs.clear()

@@ -1,0 +1,250 @@
+"""What a table reads: the rows, dtype and per-item outcomes of run folders, and a table's ``.json``.
+
+A run folder ``ROOT/<model>/<condition>`` (``workbench run``, ``workbench merge-runs``, notebook 01,
+``benchmarks/agent_eval.py``) gives a row its two parts and the items a paired comparison matches::
+
+    config.json          run.dtype (absent in folders written before runs recorded it: float32)
+    metrics.json         the episodes' part of the row
+    trajectories.jsonl   one episode per task      -> {task_id: won}
+    teacher_forced.json  result: the teacher-forcing part; key.dtype;
+                         per_step: one expert step -> {(task_id, step): the expert's action was chosen}
+
+Two conditions of one model are compared on the items both scored, never on rates of different item sets, so a
+condition played on fewer tasks cannot look better or worse for the tasks it skipped. A table keeps the outcomes
+in its ``.json`` (``encode_outcomes``), so a later version can recompute a comparison whose runs are gone.
+Nothing here writes: a reader only ever sees files whole (runs and tables are written by rename).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from workbench.eval.compare import paired_outcomes
+from workbench.memory.trajectory import iter_jsonl_dicts
+
+__all__ = ["DEFAULT_DTYPE", "PAIRS", "Outcomes", "decode_outcomes", "encode_outcomes", "folder_dtype",
+           "folder_outcomes", "folder_table", "paired_table", "pairs_from", "read_table"]
+
+DEFAULT_DTYPE = "float32"  # what runs written before they recorded a dtype were played in
+
+# ({task_id: won}, {(task_id, step): expert action chosen}) of one run folder
+Outcomes = tuple[dict[str, bool], dict[tuple[str, int], bool]]
+
+# the comparisons of the memory-condition tables: (A, B) reads "A vs B"
+PAIRS: list[tuple[str, str]] = [("traj", "none"), ("icl", "none"), ("traj", "icl"), ("traj", "other_type"),
+                                ("traj", "random_same")]
+
+
+def read_json(path: Path) -> dict:
+    """A JSON object from ``path``.
+
+    Args:
+        path: a ``.json`` file of a run folder.
+
+    Returns:
+        The object.
+
+    Raises:
+        ValueError: the file is not a JSON object (the message names it).
+    """
+    try:
+        data = json.loads(Path(path).read_text())
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: not valid JSON ({e}); a run writes it whole, so it was edited or truncated "
+                         "by hand: run that condition again") from e
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a JSON object, found {type(data).__name__}")
+    return data
+
+
+def folder_outcomes(root: Path, models: list[str], conds: list[str]) -> dict[tuple[str, str], Outcomes]:
+    """Which episodes were won and which teacher-forced steps chose the expert's action, per run folder.
+
+    Args:
+        root: the runs root; a folder is ``root/<model>/<cond>``.
+        models: the models to look for.
+        conds: the memory conditions to look for.
+
+    Returns:
+        ``{(model, cond): ({task_id: won}, {(task_id, step): chosen right})}`` for every folder with episodes or
+        teacher-forced steps; folders with neither are left out.
+    """
+    out = {}
+    for model in models:
+        for cond in conds:
+            folder = Path(root) / model / cond
+            eps = ({d["task_id"]: bool(d["success"]) for d in iter_jsonl_dicts(folder / "trajectories.jsonl")}
+                   if (folder / "trajectories.jsonl").exists() else {})
+            tf = (read_json(folder / "teacher_forced.json")
+                  if (folder / "teacher_forced.json").exists() else {"per_step": []})
+            steps = {(r["task_id"], r["step"]): r["chosen"] == r["expert"] for r in tf.get("per_step", [])}
+            if eps or steps:
+                out[(model, cond)] = eps, steps
+    return out
+
+
+def pairs_from(outcomes: dict[tuple[str, str], Outcomes], models: list[str], pairs: list[tuple[str, str]]
+               ) -> list[dict]:
+    """Paired comparisons of conditions per model: episodes matched by task, teacher-forced steps by (task, step).
+
+    Args:
+        outcomes: what ``folder_outcomes`` (or ``decode_outcomes``) returns.
+        models: the models, in the order of the lines.
+        pairs: ``(A, B)`` condition pairs, in the order of the lines within a model.
+
+    Returns:
+        One line per (model, pair, kind) with at least one item both sides scored: ``model``, ``a``, ``b``,
+        ``kind`` (``"episodes"`` or ``"TF steps"``) and the fields of ``workbench.eval.compare.paired_outcomes``
+        (``n``, ``rate_a``, ``rate_b``, ``diff``, ``only_a``, ``only_b``, ``both``, ``p_mcnemar``, ...).
+    """
+    rows = []
+    for model in models:
+        for a, b in pairs:
+            (ea, ta), (eb, tb) = outcomes.get((model, a), ({}, {})), outcomes.get((model, b), ({}, {}))
+            for kind, x, y in (("episodes", ea, eb), ("TF steps", ta, tb)):
+                r = paired_outcomes(x, y)
+                if r["n"]:
+                    rows.append({"model": model, "a": a, "b": b, "kind": kind} | r)
+    return rows
+
+
+def paired_table(root: Path, models: list[str], pairs: list[tuple[str, str]] = PAIRS) -> list[dict]:
+    """``pairs_from`` the run folders ``root/<model>/<cond>`` of every condition the pairs name.
+
+    Args:
+        root: the runs root.
+        models: the models.
+        pairs: ``(A, B)`` condition pairs (default: ``PAIRS``).
+
+    Returns:
+        The paired lines, as ``pairs_from``.
+    """
+    return pairs_from(folder_outcomes(root, models, sorted({c for p in pairs for c in p})), models, pairs)
+
+
+def encode_outcomes(outcomes: dict[tuple[str, str], Outcomes]) -> dict:
+    """Outcomes as compact JSON, so a table keeps what its paired comparisons were computed from.
+
+    Task ids are listed once; episodes are ``[task index, won]``, steps ``[task index, step, chosen right]``.
+
+    Args:
+        outcomes: ``{(model, cond): (episodes, steps)}``.
+
+    Returns:
+        ``{"tasks": [...], "runs": [{"model", "memory", "episodes", "tf_steps"}, ...]}``.
+    """
+    tasks = sorted({t for eps, steps in outcomes.values() for t in [*eps, *(k[0] for k in steps)]})
+    index = {t: i for i, t in enumerate(tasks)}
+    return {"tasks": tasks, "runs": [
+        {"model": m, "memory": c, "episodes": [[index[t], int(w)] for t, w in eps.items()],
+         "tf_steps": [[index[t], k, int(h)] for (t, k), h in steps.items()]}
+        for (m, c), (eps, steps) in outcomes.items()]}
+
+
+def decode_outcomes(data: dict) -> dict[tuple[str, str], Outcomes]:
+    """The inverse of ``encode_outcomes``.
+
+    Args:
+        data: what ``encode_outcomes`` returned, read back from JSON.
+
+    Returns:
+        ``{(model, cond): ({task_id: won}, {(task_id, step): chosen right})}``.
+
+    Raises:
+        KeyError, IndexError, TypeError, ValueError: ``data`` is not what ``encode_outcomes`` writes.
+    """
+    tasks = data["tasks"]
+    return {(r["model"], r["memory"]): ({tasks[i]: bool(w) for i, w in r["episodes"]},
+                                        {(tasks[i], k): bool(h) for i, k, h in r["tf_steps"]})
+            for r in data["runs"]}
+
+
+def folder_dtype(folder: Path) -> str:
+    """The dtype a run folder was played in: ``config.json``'s ``run.dtype``, else ``teacher_forced.json``'s
+    ``key.dtype``, else ``DEFAULT_DTYPE`` (folders written before runs recorded it).
+
+    Args:
+        folder: a run folder ``ROOT/<model>/<condition>``.
+
+    Returns:
+        The dtype name, e.g. ``"float32"`` or ``"bfloat16"``.
+
+    Raises:
+        ValueError: a dtype field is not a non-empty string, or the episodes and the teacher forcing of the folder
+            name different dtypes (one row would mix them).
+    """
+    found = {}
+    for name, section in (("config.json", "run"), ("teacher_forced.json", "key")):
+        if (folder / name).exists():
+            dtype = (read_json(folder / name).get(section) or {}).get("dtype")
+            if dtype is not None and (not isinstance(dtype, str) or not dtype):
+                raise ValueError(f"{folder / name}: field '{section}.dtype' is {dtype!r}; expected a dtype name "
+                                 "such as 'float32' or 'bfloat16'")
+            if dtype is not None:
+                found[f"{name} {section}.dtype"] = dtype
+    if len(set(found.values())) > 1:
+        raise ValueError(f"{folder}: " + " but ".join(f"{k} is {v!r}" for k, v in found.items())
+                         + ": its episodes and teacher forcing were played in different dtypes; play one again, or "
+                         "put them in condition folders of their own")
+    return next(iter(found.values()), DEFAULT_DTYPE)
+
+
+def folder_table(root: Path, models: list[str], conds: list[str]) -> list[dict]:
+    """One row per (model, condition) with a run folder ``root/<model>/<cond>`` (``metrics.json`` of the episodes,
+    ``teacher_forced.json``), whatever wrote it (``workbench run``, ``merge-runs``, notebook 01).
+
+    Args:
+        root: the runs root.
+        models: the models, in row order.
+        conds: the memory conditions, in row order within a model.
+
+    Returns:
+        Rows with ``model``, ``memory``, ``dtype``, the episode fields (``episodes``, ``success_rate``,
+        ``avg_steps``, ``memory_tokens``, ``by_task_type``, ``action_patterns``) and the teacher-forcing fields
+        (``tf_steps``, ``tf_accuracy``, ``tf_mean_p_expert``); a part the folder lacks is ``None``.
+    """
+    rows = []
+    for model in models:
+        for cond in conds:
+            folder = Path(root) / model / cond
+            m = read_json(folder / "metrics.json") if (folder / "metrics.json").exists() else {}
+            tf = (read_json(folder / "teacher_forced.json")["result"]
+                  if (folder / "teacher_forced.json").exists() else {})
+            if not m and not tf:
+                continue
+            rows.append({"model": model, "memory": cond, "dtype": folder_dtype(folder), "episodes": m.get("n_episodes"),
+                         "success_rate": m.get("success_rate"), "avg_steps": m.get("avg_steps"),
+                         "memory_tokens": m.get("memory_tokens"), "tf_steps": tf.get("n_steps"),
+                         "tf_accuracy": tf.get("accuracy"), "tf_mean_p_expert": tf.get("mean_p_expert"),
+                         "by_task_type": {k: v["success_rate"] for k, v in (m.get("by_task_type") or {}).items()},
+                         "action_patterns": m.get("action_patterns")})
+    return rows
+
+
+def read_table(path: Path) -> dict:
+    """A table's ``.json`` (``write_table``), checked, with ``paired`` and ``outcomes`` always present.
+
+    Args:
+        path: the ``NAME.json``.
+
+    Returns:
+        The record; ``outcomes`` decoded (empty for tables written before they kept outcomes), ``paired`` empty if
+        absent, every row with a ``dtype`` (``DEFAULT_DTYPE`` for tables written before they recorded it).
+
+    Raises:
+        FileNotFoundError: no file at ``path``.
+        ValueError: the file is not such a table (the message names it and what is wrong).
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such table (a .json written by write_table / agent_eval.py --table)")
+    try:
+        table = read_json(path)
+        if not all({"model", "memory"} <= r.keys() for r in table["rows"]):
+            raise KeyError("a row without model or memory")
+        return {**table, "rows": [{**r, "dtype": r.get("dtype") or DEFAULT_DTYPE} for r in table["rows"]],
+                "paired": table.get("paired", []),
+                "outcomes": decode_outcomes(table["outcomes"]) if table.get("outcomes") else {}}
+    except (OSError, KeyError, TypeError, IndexError, AttributeError, ValueError) as e:
+        raise ValueError(f"{path} is not a table written by write_table (agent_eval.py --table) ({e!r})") from e
