@@ -85,7 +85,8 @@ class RayExecutor:
         if workers is not None and workers < 1:
             raise ValueError(f"--workers {workers}: expected at least 1")
         if self._owns_instance:
-            ray.init(num_cpus=workers or 1, num_gpus=None, include_dashboard=False, log_to_driver=False,
+            # address="local": a new instance even where a stale /tmp/ray/ray_current_cluster names another
+            ray.init(address="local", num_cpus=workers or 1, include_dashboard=False, log_to_driver=False,
                      logging_level="ERROR", object_store_memory=80 * 1024 * 1024)
         else:
             ray.init(address=address, log_to_driver=False, logging_level="ERROR")
