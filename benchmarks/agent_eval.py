@@ -135,6 +135,7 @@ def main() -> None:
     ap.add_argument("--max-steps", type=int, default=50)
     ap.add_argument("--runs", default=None, help="default runs/agent_eval/<model>")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"))
     ap.add_argument("--card-section", action="append", default=[], metavar="TITLE=RUNS_ROOT",
                     help="with --card: a table of the run folders RUNS_ROOT/<model>/<cond> (repeatable)")
     ap.add_argument("--card", metavar="ADAPTER_DIR", help="only rewrite this adapter's MODEL_CARD.md with an "
@@ -175,14 +176,14 @@ def main() -> None:
     from workbench.models import load_model
 
     runs = Path(a.runs or f"runs/agent_eval/{a.model}")
-    lm = load_model(a.model)
+    lm = load_model(a.model, dtype=a.dtype)
     summary: dict = {"model": a.model, "split": a.split, "tf_tasks": a.tf_tasks, "episode_tasks": a.episode_tasks,
                      "teacher_forced": {}, "episodes": {}, "wall_s": {}}
     if a.episode_tasks != "none":
         for cond in a.episode_conditions:
             t0 = time.perf_counter()
             cfg = RunConfig(out=str(runs / cond), split=a.split, tasks=a.episode_tasks, memory=cond, model=a.model,
-                            max_steps=a.max_steps, teacher_forcing=False)
+                            max_steps=a.max_steps, teacher_forcing=False, dtype=a.dtype)
             m = run(cfg, resume=True, lm=lm)
             summary["episodes"][cond] = {k: m[k] for k in ("n_episodes", "success_rate", "avg_steps", "memory_tokens")
                                          if k in m} | {"by_task_type": m.get("by_task_type")}

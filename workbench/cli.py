@@ -22,6 +22,7 @@ def _cmd_run(a: argparse.Namespace) -> int:
         out=a.out, env=a.env, split=a.split, tasks=a.tasks, memory=a.memory, model=a.model,
         retriever=a.retriever, max_steps=a.max_steps, task_types=tuple(a.task_types or ()),
         teacher_forcing=not a.no_teacher_forcing, decode=a.decode, dtype=a.dtype,
+        teacher_forcing_tasks=a.teacher_forcing_tasks,
     )
     metrics = run(cfg, resume=a.resume, workers=a.workers, ray_address=a.ray_address)
     print(json.dumps({k: metrics[k] for k in _SUMMARY} | {"teacher_forced": metrics.get("teacher_forced")}))
@@ -193,6 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", required=True)
     r.add_argument("--resume", action="store_true", help="continue a killed run: skips finished episodes")
     r.add_argument("--no-teacher-forcing", action="store_true")
+    r.add_argument("--teacher-forcing-tasks", metavar="SLICE", help="teacher-force this slice instead of --tasks")
     r.add_argument("--decode", default="score", help="score (likelihood over admissible) | generate (Thought/Action)")
     _dtype_arg(r)
     _executor_args(r)

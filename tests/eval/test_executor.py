@@ -24,7 +24,7 @@ from workbench.eval.runner import RunConfig, run
 from workbench.memory.trajectory import iter_jsonl_dicts
 
 WB = [sys.executable, "-m", "workbench.cli"]
-TASKS = "0:134:34"  # 4 tasks spread over the sorted list (an ALFWorld reset costs ~5 s)
+TASKS = "0:134:45"  # 3 tasks spread over the sorted list (an ALFWorld reset costs ~5 s)
 FILES = ("trajectories.jsonl", "teacher_forced.json")
 
 
@@ -45,7 +45,7 @@ def _folder(out: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def serial(tiny_model_dir, tmp_path_factory) -> dict:
-    """The serial reference: the same 4 tasks with Traj memory (episodes and teacher forcing), in this process."""
+    """The serial reference: the same 3 tasks with Traj memory (episodes and teacher forcing), in this process."""
     out = tmp_path_factory.mktemp("serial") / "traj"
     run(_cfg(out, tiny_model_dir), progress=False)
     return _folder(out)
@@ -53,19 +53,10 @@ def serial(tiny_model_dir, tmp_path_factory) -> dict:
 
 def test_serial_folder_is_complete(serial):
     rows = [json.loads(ln) for ln in serial["trajectories.jsonl"].decode().splitlines()]
-    assert len(rows) == 4 and len({r["task_id"] for r in rows}) == 4
+    assert len(rows) == 3 and len({r["task_id"] for r in rows}) == 3
     tf = json.loads(serial["teacher_forced.json"])
-    assert tf["key"]["dtype"] == "float32" and tf["result"]["n_tasks"] == 4 and tf["result"]["n_steps"] > 15
-    assert serial["metrics.json"]["n_episodes"] == 4 and serial["run"]["dtype"] == "float32"
-
-
-def test_two_local_workers_write_the_serial_folder(serial, tiny_model_dir, tmp_path):
-    out = tmp_path / "traj"
-    report = drive([_cfg(out, tiny_model_dir)], workers=2, progress=False)
-    assert _folder(out) == serial
-    assert len(report.workers) == 2 and all(rss > 100 for rss in report.workers.values())  # two processes played
-    assert report.jobs == {"episode": 4, "teacher_forcing": 4} and report.replayed == 0
-    assert not (out / "teacher_forced.parts.jsonl").exists()
+    assert tf["key"]["dtype"] == "float32" and tf["result"]["n_tasks"] == 3 and tf["result"]["n_steps"] > 12
+    assert serial["metrics.json"]["n_episodes"] == 3 and serial["run"]["dtype"] == "float32"
 
 
 def test_a_worker_killed_mid_episode_is_replayed(serial, tiny_model_dir, tmp_path):
@@ -85,9 +76,14 @@ def test_a_worker_killed_mid_episode_is_replayed(serial, tiny_model_dir, tmp_pat
         assert killed[0] not in executor.worker_pids()  # a fresh worker replaced it
     finally:
         executor.close()
-    assert _folder(out) == serial  # nothing lost, nothing written twice
+    # two worker processes (three with the replacement) played, and wrote what the serial run wrote:
+    # nothing lost, nothing written twice
+    assert len(report.workers) >= 2 and all(rss > 100 for rss in report.workers.values())
+    assert report.jobs == {"episode": 3, "teacher_forcing": 3}
+    assert _folder(out) == serial
+    assert not (out / "teacher_forced.parts.jsonl").exists()
     ids = [d["task_id"] for d in iter_jsonl_dicts(out / "trajectories.jsonl")]
-    assert len(ids) == len(set(ids)) == 4
+    assert len(ids) == len(set(ids)) == 3
 
 
 def _ray_processes() -> set[int]:
@@ -109,7 +105,7 @@ def test_driver_killed_then_resumed(serial, tiny_model_dir, tmp_path):
     os.kill(proc.pid, signal.SIGKILL)  # the driver alone; its Ray instance and workers are left to notice
     proc.wait()
     n_before = len(list(iter_jsonl_dicts(rows)))
-    assert 1 <= n_before < 4, "the kill should land mid-run"
+    assert 1 <= n_before < 3, "the kill should land mid-run"
     assert not (out / "metrics.json").exists()
     try:
         assert subprocess.run(cmd + ["--resume"], capture_output=True, text=True, timeout=300).returncode == 0
@@ -117,7 +113,7 @@ def test_driver_killed_then_resumed(serial, tiny_model_dir, tmp_path):
         os.killpg(proc.pid, signal.SIGKILL)  # whatever the killed driver's Ray instance left
     got = _folder(out)
     assert got == serial
-    assert n_before < len(list(iter_jsonl_dicts(rows))) == 4
+    assert n_before < len(list(iter_jsonl_dicts(rows))) == 3
 
 
 def _free_port() -> int:

@@ -236,7 +236,7 @@ def run_head_ablation(
         tasks.setdefault(t.task_id, t)
     rows = []
     for cond in ablation_conditions(top, lm.n_layers, lm.n_heads, n_random=n_random, seed=seed, baselines=baselines):
-        key = {"model": lm.name, "arm": asdict(cond), "experts": [e.task_id for e in experts],
+        key = {"model": lm.name, "dtype": lm.dtype, "arm": asdict(cond), "experts": [e.task_id for e in experts],
                "episodes": [t.task_id for t in episode_tasks], "max_steps": max_steps,
                "policy": type(policies[cond.memory]).__name__}
         key = json.loads(json.dumps(key))  # tuples -> lists, as they read back

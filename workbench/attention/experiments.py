@@ -39,12 +39,12 @@ __all__ = ["try_load_model", "split_experts", "teacher_forced_steps", "build_sup
            "head_ablation", "segment_masking"]
 
 
-def try_load_model(name: str) -> Any | None:
-    """``load_model(name)``, or None with a warning when its weights are not available here."""
+def try_load_model(name: str, dtype: str = "float32") -> Any | None:
+    """``load_model(name, dtype=dtype)``, or None with a warning when its weights are not available here."""
     from workbench.models import load_model
 
     try:
-        return load_model(name)
+        return load_model(name, dtype=dtype)
     except (FileNotFoundError, OSError, ValueError) as err:
         warnings.warn(f"model '{name}' is skipped: {err}", stacklevel=2)
         return None
@@ -129,7 +129,7 @@ def build_supervision(
 
     runs_dir = Path(runs_dir)
     path = runs_dir / "supervision.jsonl"
-    key = {"model": lm.name, "split": split, "tasks": tasks, "max_pairs": max_pairs,
+    key = {"model": lm.name, "dtype": lm.dtype, "split": split, "tasks": tasks, "max_pairs": max_pairs,
            "analyzer": analyzer if isinstance(analyzer, str) else getattr(analyzer, "name", "backend"),
            "episode_runs": [str(p) for p in episode_runs] if episode_runs else None,
            "episode_tasks": episode_tasks, "max_steps": max_steps if episode_tasks else None}
@@ -139,7 +139,8 @@ def build_supervision(
         episode_runs = (runs_dir / "ep-none", runs_dir / "ep-traj")
         for memory, folder in zip(("none", "traj"), episode_runs):
             run(RunConfig(out=str(folder), split=split, tasks=episode_tasks, memory=memory, model=lm.name,
-                          max_steps=max_steps, teacher_forcing=False), resume=True, progress=progress, lm=lm)
+                          max_steps=max_steps, teacher_forcing=False, dtype=lm.dtype), resume=True, progress=progress,
+                lm=lm)
     _, by_id, experts = split_experts(split, tasks)
     builder = Agent.from_model(lm).builder
     policy = build_policy("traj")
@@ -171,7 +172,7 @@ def retrieval_heads(
 ) -> HeadScores:
     """Head scores of ``lm`` over ``records`` (``runs_dir/head_scores.json``, cached by model and records)."""
     path = Path(runs_dir) / "head_scores.json"
-    key = {"model": lm.name, "records": [[r.task_id, r.step, r.key_spans] for r in records]}
+    key = {"model": lm.name, "dtype": lm.dtype, "records": [[r.task_id, r.step, r.key_spans] for r in records]}
     if _cached(path, key):
         return HeadScores.load(path, model_name=lm.name)
     if not records:
@@ -241,7 +242,7 @@ def segment_masking(
     runs_dir = Path(runs_dir)
     path, util = runs_dir / "segment_masking.json", runs_dir / "utilization.jsonl"
     heads = HeadSet.of(heads)
-    key = {"model": lm.name, "heads": [list(h) for h in heads], "split": split, "tf_tasks": tf_tasks,
+    key = {"model": lm.name, "dtype": lm.dtype, "heads": [list(h) for h in heads], "split": split, "tf_tasks": tf_tasks,
            "episode_tasks": episode_tasks, "max_steps": max_steps, "fraction": fraction,
            "carrier_heads": carrier_heads if isinstance(carrier_heads, (str, type(None)))
            else [list(h) for h in HeadSet.of(carrier_heads)]}

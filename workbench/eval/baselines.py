@@ -4,25 +4,33 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from workbench.eval.runner import RunConfig, run, teacher_forced_for
+from workbench.eval.runner import RunConfig
 
 __all__ = ["run_conditions"]
 
 
 def run_conditions(
     lm, conditions: list[str], split: str, episode_tasks: str, tf_tasks: str, max_steps: int, runs_dir: str | Path,
-    progress: bool = True,
+    progress: bool = True, dtype: str | None = None, workers: int | None = None, ray_address: str | None = None,
 ) -> dict[str, dict]:
     """Run every condition on the same tasks (resuming finished episodes); metrics per condition.
 
-    Episodes run on ``episode_tasks``; teacher-forced accuracy on ``tf_tasks`` (cheap, low variance).
+    All conditions are one job list (``workbench.eval.driver.drive``): played in this process, or by
+    ``workers`` worker processes / a Ray cluster. Episodes run on ``episode_tasks``; teacher-forced accuracy on
+    ``tf_tasks`` (cheap, low variance).
+
+    Args:
+        lm: a loaded model (played in this process), or a model name (loaded by each worker; in this process
+            when ``workers`` and ``ray_address`` are unset).
+        dtype: the dtype of the runs (default: ``lm``'s, or float32 for a name).
     """
-    out: dict[str, dict] = {}
-    for cond in conditions:
-        folder = Path(runs_dir) / cond
-        cfg = RunConfig(out=str(folder), split=split, tasks=episode_tasks, memory=cond, model=lm.name,
-                        max_steps=max_steps, teacher_forcing=False)
-        metrics = run(cfg, resume=True, progress=progress, lm=lm)
-        metrics["teacher_forced"] = teacher_forced_for(lm, cond, split, tf_tasks, folder, progress=progress)
-        out[cond] = metrics
-    return out
+    from workbench.eval.driver import drive
+
+    loaded = not isinstance(lm, str)
+    name = lm.name if loaded else lm
+    dtype = dtype or (lm.dtype if loaded else "float32")
+    cfgs = [RunConfig(out=str(Path(runs_dir) / cond), split=split, tasks=episode_tasks, memory=cond, model=name,
+                      max_steps=max_steps, dtype=dtype, teacher_forcing_tasks=tf_tasks) for cond in conditions]
+    serial_lm = lm if loaded and workers is None and ray_address is None else None
+    report = drive(cfgs, resume=True, progress=progress, lm=serial_lm, workers=workers, ray_address=ray_address)
+    return {cond: report.metrics[cfg.out] for cond, cfg in zip(conditions, cfgs)}

@@ -30,7 +30,7 @@ from tqdm.auto import tqdm
 
 from workbench.envs.base import Task
 from workbench.eval.executor import Executor, make_executor
-from workbench.eval.jobs import EPISODE, TEACHER_FORCING, Job, model_dtype
+from workbench.eval.jobs import EPISODE, TEACHER_FORCING, Job
 from workbench.eval.runner import (RunConfig, batch_metrics, check_resume, combine_teacher_forced, select_tasks,
                                    teacher_forced_key, write_run_config)
 from workbench.memory.trajectory import Trajectory, append_jsonl, atomic_write_text, iter_jsonl_dicts
@@ -84,10 +84,10 @@ def _plan(cfg: RunConfig, resume: bool) -> _Plan:
     episodes = [t for t in tasks if t.task_id not in done]
     key, order, parts, todo = None, [], {}, []
     if cfg.teacher_forcing:
-        key = teacher_forced_key(cfg.model, cfg.dtype, cfg.memory, cfg.split, cfg.tasks)
+        key = teacher_forced_key(cfg.model, cfg.dtype, cfg.memory, cfg.split, cfg.tf_tasks)
         out = Path(cfg.out)
         cached = json.loads((out / "teacher_forced.json").read_text()) if (out / "teacher_forced.json").exists() else {}
-        by_id = {t.task_id: t for t in tasks}
+        by_id = {t.task_id: t for t in (tasks if cfg.tf_tasks == cfg.tasks else select_tasks(cfg, cfg.tf_tasks))}
         order = [e.task_id for e in expert_trajectories_for(cfg.split) if e.task_id in by_id]
         if cached.get("key") != key:
             parts = {d["part"]["task_id"]: d["part"] for d in iter_jsonl_dicts(out / PARTS_FILE) if d.get("key") == key}
@@ -177,10 +177,10 @@ def drive(cfgs: list[RunConfig], resume: bool = False, progress: bool = True, lm
             if lm.name != c.model:
                 raise ValueError(f"run: the loaded model is '{lm.name}' but the run's config says model='{c.model}'; "
                                  "config.json would misname the model that played")
-            if model_dtype(lm) != c.dtype:
-                raise ValueError(f"run: the loaded model is {model_dtype(lm)} but the run's config says "
+            if lm.dtype != c.dtype:
+                raise ValueError(f"run: the loaded model is {lm.dtype} but the run's config says "
                                  f"dtype='{c.dtype}'; load it with load_model(..., dtype='{c.dtype}')")
-        models = {(lm.name, model_dtype(lm)): lm}
+        models = {(lm.name, lm.dtype): lm}
     plans = [_plan(c, resume) for c in cfgs]  # every check before anything is written
     for p in plans:
         write_run_config(p.cfg)

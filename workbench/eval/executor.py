@@ -35,6 +35,8 @@ class JobError(RuntimeError):
 class Executor(Protocol):
     n_workers: int
 
+    def warm(self, cfg) -> None: ...
+
     def map_unordered(self, jobs: Sequence[Job]) -> Iterator[tuple[Job, dict]]: ...
 
     def close(self) -> None: ...
@@ -48,6 +50,9 @@ class InProcessExecutor:
     def __init__(self, models: dict | None = None, threads: int | None = None) -> None:
         self.worker = Worker(threads=threads, models=models)
         self.replayed = 0
+
+    def warm(self, cfg) -> None:
+        self.worker.warm(cfg)
 
     def map_unordered(self, jobs: Sequence[Job]) -> Iterator[tuple[Job, dict]]:
         for job in jobs:
@@ -110,6 +115,10 @@ class RayExecutor:
         self._pids[actor] = actor.pid.remote()
         self._actors.append(actor)
         return actor
+
+    def warm(self, cfg) -> None:
+        """Every worker loads what ``cfg``'s jobs need (see ``Worker.warm``); returns when all are ready."""
+        self._ray.get([a.warm.remote(cfg) for a in self._actors])
 
     def worker_pids(self) -> list[int]:
         """The process ids of the live workers (for monitoring, and for the tests that kill one)."""

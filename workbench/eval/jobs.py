@@ -24,7 +24,7 @@ from typing import Any
 
 from workbench.envs.base import Task
 
-__all__ = ["Job", "Worker", "EPISODE", "TEACHER_FORCING", "model_dtype"]
+__all__ = ["Job", "Worker", "EPISODE", "TEACHER_FORCING"]
 
 EPISODE = "episode"
 TEACHER_FORCING = "teacher_forcing"
@@ -46,14 +46,6 @@ class Job:
 
     def describe(self) -> str:
         return f"{self.kind} of {self.task.task_id} for {self.config.out}"
-
-
-def model_dtype(lm: Any) -> str:
-    """The dtype name ("float32", "bfloat16", ...) of a loaded model's weights."""
-    import torch
-
-    dtype = next(lm.hf_model.parameters()).dtype
-    return {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16"}.get(dtype, str(dtype))
 
 
 class Worker:
@@ -120,6 +112,14 @@ class Worker:
 
             self._envs[max_steps] = ALFWorldEnv(max_steps=max_steps)
         return self._envs[max_steps]
+
+    def warm(self, cfg) -> dict:
+        """Load what ``cfg``'s jobs need (model, agent, policy, environment) without playing; returns ``info()``.
+        Benchmarks call it so that timings start with every worker ready."""
+        self._agent(cfg)
+        self._policy(cfg)
+        self._env(cfg.max_steps)
+        return self.info()
 
     def play(self, job: Job) -> dict:
         """Play ``job``; returns ``{"kind", "task_id", "worker": info()}`` plus ``trajectory`` (an episode, as

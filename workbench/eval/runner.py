@@ -53,6 +53,8 @@ class RunConfig:
         decode: ``score`` (likelihood over admissible commands) or ``generate`` (Thought/Action, big models).
         dtype: the model's weights and activations: ``float32`` or ``bfloat16`` (see the README for which
             batch runs use and why).
+        teacher_forcing_tasks: the slice teacher forcing scores, when it is not ``tasks`` (teacher forcing is
+            cheap and low-variance, so it often covers more tasks than the episodes).
     """
 
     out: str
@@ -68,6 +70,12 @@ class RunConfig:
     decode: str = "score"
     seed: int = 0
     dtype: str = "float32"
+    teacher_forcing_tasks: str | None = None
+
+    @property
+    def tf_tasks(self) -> str:
+        """The slice teacher forcing covers."""
+        return self.teacher_forcing_tasks or self.tasks
 
     def __post_init__(self) -> None:
         if self.dtype not in DTYPES:
@@ -100,11 +108,12 @@ def parse_task_slice(spec: str, n: int) -> list[int]:
     return [i]
 
 
-def select_tasks(cfg: RunConfig) -> list[Task]:
+def select_tasks(cfg: RunConfig, spec: str | None = None) -> list[Task]:
+    """The tasks of ``cfg`` (its ``tasks`` slice, or ``spec``), in the split's sorted order."""
     if cfg.env != "alfworld":
         raise ValueError(f"env '{cfg.env}' is not available (available: alfworld)")
     tasks = load_alfworld_tasks(cfg.split, list(cfg.task_types) or None)
-    return [tasks[i] for i in parse_task_slice(cfg.tasks, len(tasks))]
+    return [tasks[i] for i in parse_task_slice(spec or cfg.tasks, len(tasks))]
 
 
 def versions() -> dict:
@@ -132,7 +141,8 @@ def check_resume(cfg: RunConfig, resume: bool) -> set[str]:
     cfg_path, rows = out / "config.json", out / "trajectories.jsonl"
     if cfg_path.exists():
         try:
-            old = {"dtype": "float32"} | json.loads(cfg_path.read_text()).get("run", {})
+            # fields added since a folder was written take their defaults (e.g. dtype: float32)
+            old = RunConfig(out="").identity() | json.loads(cfg_path.read_text()).get("run", {})
         except (json.JSONDecodeError, AttributeError) as e:
             raise ValueError(f"{cfg_path}: not a run config ({e}); move it away or use a new --out") from None
         if not resume:
@@ -239,11 +249,10 @@ def teacher_forced_for(lm, memory: str, split: str, tasks: str, out: str | Path,
     same per-task parts and sums as the driver's teacher-forcing jobs, so both write the same file.
     """
     from workbench.agents.loop import Agent
-    from workbench.eval.jobs import model_dtype
     from workbench.eval.memory_base import expert_trajectories_for
 
     path = Path(out) / "teacher_forced.json"
-    key = teacher_forced_key(lm.name, model_dtype(lm), memory, split, tasks)
+    key = teacher_forced_key(lm.name, lm.dtype, memory, split, tasks)
     if path.exists():
         cached = json.loads(path.read_text())
         if cached.get("key") == key:

@@ -108,11 +108,15 @@ def _check_config(where: str, cfg: RunConfig, n_tasks: dict) -> None:
             n_tasks[split_key] = len(load_alfworld_tasks(cfg.split, list(cfg.task_types) or None))
         except (ValueError, FileNotFoundError, KeyError) as e:
             raise GridError(f"{where}: key 'split' / 'task_types': {e}") from None
-    try:
-        if not parse_task_slice(cfg.tasks, n_tasks[split_key]):
-            raise ValueError(f"--tasks '{cfg.tasks}' selects no task of {n_tasks[split_key]}")
-    except ValueError as e:
-        raise GridError(f"{where}: key 'tasks': {str(e).replace('--tasks', 'tasks')}") from None
+    for key in ("tasks", "teacher_forcing_tasks"):
+        spec = getattr(cfg, key)
+        if spec is None:
+            continue
+        try:
+            if not parse_task_slice(spec, n_tasks[split_key]):
+                raise ValueError(f"--tasks '{spec}' selects no task of {n_tasks[split_key]}")
+        except ValueError as e:
+            raise GridError(f"{where}: key '{key}': {str(e).replace('--tasks', 'tasks')}") from None
 
 
 def load_grid(path: str | Path, out: str | None = None) -> Grid:

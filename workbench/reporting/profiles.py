@@ -35,7 +35,10 @@ PROFILES: dict[str, dict[str, dict]] = {
                            "tf_tasks": "0:134:11", "episode_tasks": "", "max_steps": 50, "n_examples": 4},
     },
     "full": {
-        "01_baselines": {"models": FULL_MODELS, "episode_tasks": "all", "tf_tasks": "all", "max_steps": 50},
+        # Episodes and teacher forcing of all conditions as one job list over two worker processes (one per core;
+        # on a cluster, run `workbench sweep grids/valid_unseen_default_agent.yaml --ray-address ...` instead).
+        "01_baselines": {"models": FULL_MODELS, "episode_tasks": "all", "tf_tasks": "all", "max_steps": 50,
+                         "workers": 2},
         # Both models (a model whose weights are missing is skipped with a warning); task-level transitions
         # from episodes on every valid_seen task, plus step-level ones.
         "02_retrieval_heads": {"models": FULL_MODELS, "supervision_tasks": "all", "supervision_episode_tasks": "all",
