@@ -15,12 +15,14 @@ class Reports:
     """A reports folder: ``figures/NAME.png``, ``tables/NAME.{csv,md}``, ``metrics.json``, ``index.md``.
 
     ``metrics.json`` holds one section per notebook; saving a section replaces only that section, so
-    notebooks can be re-run one at a time.
+    notebooks can be re-run one at a time. When the parameters name the model's ``dtype``, every table says it
+    under its title (a table of model results is only comparable with others of the same dtype).
     """
 
     def __init__(self, root: str | Path, section: str, parameters: dict | None = None):
         self.root = Path(root)
         self.section = section
+        self.dtype = (parameters or {}).get("dtype")
         (self.root / "figures").mkdir(parents=True, exist_ok=True)
         (self.root / "tables").mkdir(parents=True, exist_ok=True)
         if parameters is not None:
@@ -32,10 +34,13 @@ class Reports:
         self.index()
         return path
 
-    def table(self, df: Any, name: str, floatfmt: str = ".3f") -> Path:
+    def table(self, df: Any, name: str, floatfmt: str = ".3f", model_results: bool = True) -> Path:
+        """Save ``df`` as ``tables/NAME.csv`` and ``.md``; ``model_results=False`` for a table no model made (it
+        then states no dtype)."""
         path = self.root / "tables" / f"{name}.csv"
         atomic_write_text(path, df.to_csv())
-        atomic_write_text(path.with_suffix(".md"), df.to_markdown(floatfmt=floatfmt) + "\n")
+        head = f"dtype: {self.dtype}\n\n" if self.dtype and model_results else ""
+        atomic_write_text(path.with_suffix(".md"), head + df.to_markdown(floatfmt=floatfmt) + "\n")
         self.index()
         return path
 
