@@ -136,6 +136,7 @@ def main() -> None:
     ap.add_argument("--runs", default=None, help="default runs/agent_eval/<model>")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"))
+    ap.add_argument("--workers", type=int, help="play the episodes in N worker processes (a local Ray instance)")
     ap.add_argument("--card-section", action="append", default=[], metavar="TITLE=RUNS_ROOT",
                     help="with --card: a table of the run folders RUNS_ROOT/<model>/<cond> (repeatable)")
     ap.add_argument("--card", metavar="ADAPTER_DIR", help="only rewrite this adapter's MODEL_CARD.md with an "
@@ -184,7 +185,7 @@ def main() -> None:
             t0 = time.perf_counter()
             cfg = RunConfig(out=str(runs / cond), split=a.split, tasks=a.episode_tasks, memory=cond, model=a.model,
                             max_steps=a.max_steps, teacher_forcing=False, dtype=a.dtype)
-            m = run(cfg, resume=True, lm=lm)
+            m = run(cfg, resume=True, workers=a.workers) if a.workers else run(cfg, resume=True, lm=lm)
             summary["episodes"][cond] = {k: m[k] for k in ("n_episodes", "success_rate", "avg_steps", "memory_tokens")
                                          if k in m} | {"by_task_type": m.get("by_task_type")}
             summary["wall_s"][f"episodes_{cond}"] = round(time.perf_counter() - t0, 1)

@@ -46,8 +46,15 @@ def _folder(out: Path) -> dict:
 @pytest.fixture(scope="module")
 def serial(tiny_model_dir, tmp_path_factory) -> dict:
     """The serial reference: the same 3 tasks with Traj memory (episodes and teacher forcing), in this process."""
+    import torch
+
     out = tmp_path_factory.mktemp("serial") / "traj"
-    run(_cfg(out, tiny_model_dir), progress=False)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as each worker plays: bitwise identity is promised at one thread per process
+    try:
+        run(_cfg(out, tiny_model_dir), progress=False)
+    finally:
+        torch.set_num_threads(threads)
     return _folder(out)
 
 
@@ -86,21 +93,27 @@ def test_a_worker_killed_mid_episode_is_replayed(serial, tiny_model_dir, tmp_pat
     assert len(ids) == len(set(ids)) == 3
 
 
-def _ray_processes() -> set[int]:
-    ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
-    return {int(line.split()[0]) for line in ps.splitlines()[1:]
-            if any(k in line for k in ("raylet", "gcs_server", "ray::", "default_worker.py"))}
+def _kill_session(sid: int) -> int:
+    """kill -9 every process left in session ``sid`` (a killed driver's Ray instance and workers); how many."""
+    ps = subprocess.run(["ps", "-eo", "pid=,sid="], capture_output=True, text=True).stdout.split()
+    left = [int(p) for p, s in zip(ps[::2], ps[1::2]) if int(s) == sid]
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return len(left)
 
 
 def test_driver_killed_then_resumed(serial, tiny_model_dir, tmp_path):
     out = tmp_path / "traj"
-    before = _ray_processes()
     cmd = WB + ["run", "--model", str(tiny_model_dir), "--split", "valid_unseen", "--tasks", TASKS, "--memory",
                 "traj", "--max-steps", "8", "--workers", "2", "--out", str(out)]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     rows = out / "trajectories.jsonl"
     deadline = time.time() + 240
     while time.time() < deadline and (not rows.exists() or rows.read_text().count("\n") < 1):
+        assert proc.poll() is None, proc.stderr.read().decode()[-3000:]
         time.sleep(0.1)
     os.kill(proc.pid, signal.SIGKILL)  # the driver alone; its Ray instance and workers are left to notice
     proc.wait()
@@ -110,7 +123,7 @@ def test_driver_killed_then_resumed(serial, tiny_model_dir, tmp_path):
     try:
         assert subprocess.run(cmd + ["--resume"], capture_output=True, text=True, timeout=300).returncode == 0
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)  # whatever the killed driver's Ray instance left
+        _kill_session(proc.pid)  # whatever the killed driver's Ray instance left
     got = _folder(out)
     assert got == serial
     assert n_before < len(list(iter_jsonl_dicts(rows))) == 3
@@ -123,12 +136,17 @@ def _free_port() -> int:
 
 
 def test_an_existing_ray_cluster(serial, tiny_model_dir, tmp_path):
+    import secrets
+
     port = _free_port()
     ray_bin = Path(sys.executable).with_name("ray")
+    # token authentication, as a real cluster would run: the cluster and the command share the token
+    env = os.environ | {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32),
+                        "RAY_USAGE_STATS_ENABLED": "0"}
     head = subprocess.Popen([str(ray_bin), "start", "--head", "--block", "--node-ip-address", "127.0.0.1",
                              "--port", str(port), "--num-cpus", "2", "--include-dashboard", "false",
                              "--disable-usage-stats"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+                            start_new_session=True, env=env)
     out = tmp_path / "traj"
     try:
         deadline = time.time() + 60
@@ -139,15 +157,16 @@ def test_an_existing_ray_cluster(serial, tiny_model_dir, tmp_path):
             time.sleep(0.5)
         rc = subprocess.run(WB + ["run", "--model", str(tiny_model_dir), "--split", "valid_unseen", "--tasks", TASKS,
                                   "--memory", "traj", "--max-steps", "8", "--ray-address", f"127.0.0.1:{port}",
-                                  "--workers", "2", "--out", str(out)], capture_output=True, text=True, timeout=300)
+                                  "--workers", "2", "--out", str(out)], capture_output=True, text=True, timeout=300,
+                            env=env)
         assert rc.returncode == 0, rc.stderr[-2000:]
         assert head.poll() is None  # the cluster outlives the command that used it
     finally:
         head.send_signal(signal.SIGTERM)  # `ray start --block` stops the cluster it started
         try:
             head.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(head.pid, signal.SIGKILL)
+        finally:
+            _kill_session(head.pid)  # nothing of the cluster outlives the test
             head.wait()
     assert _folder(out) == serial
 

@@ -94,6 +94,8 @@ class RayExecutor:
             ray.init(address="local", num_cpus=workers or 1, include_dashboard=False, log_to_driver=False,
                      logging_level="ERROR", object_store_memory=80 * 1024 * 1024)
         else:
+            # a cluster with token authentication (Ray's default from 2.59 on) needs its token here too:
+            # RAY_AUTH_MODE=token and RAY_AUTH_TOKEN (or RAY_AUTH_TOKEN_PATH) as on its nodes
             ray.init(address=address, log_to_driver=False, logging_level="ERROR")
         if workers is None:
             workers = max(1, int(ray.cluster_resources().get("CPU", 1) // max(threads, 1)))
