@@ -97,3 +97,8 @@ def test_sweep_folders_are_what_run_writes_and_it_resumes(tiny_model_dir, tmp_pa
         run_sweep(load_grid(changed), progress=False)
     with pytest.raises(GridError, match="--only nope: no such configuration"):
         run_sweep(grid, only=["nope"], progress=False)
+    # an invocation that fails says so in sweep.json (what it wrote stays)
+    with pytest.raises(ValueError, match="--workers 0"):
+        run_sweep(grid, workers=0, progress=False)
+    last = json.loads((tmp_path / "grid" / "sweep.json").read_text())["invocations"][-1]
+    assert "--workers 0" in last["error"] and last["finished"]

@@ -168,6 +168,8 @@ def drive(cfgs: list[RunConfig], resume: bool = False, progress: bool = True, lm
         A :class:`BatchReport`; ``report.metrics[cfg.out]`` is what that folder's ``metrics.json`` holds.
     """
     t0 = time.perf_counter()
+    if workers is not None and workers < 1:
+        raise ValueError(f"--workers {workers}: expected at least 1")
     check_all(cfgs, resume)
     models = None
     if lm is not None:

@@ -215,8 +215,12 @@ def run_sweep(grid: Grid, workers: int | None = None, ray_address: str | None = 
 
     check_all(configs, resume=True)  # a mismatch is refused before sweep.json is touched
     record({})
-    report = drive(configs, resume=True, progress=progress, workers=workers, ray_address=ray_address,
-                   on_result=on_result, desc=f"sweep {Path(grid.path).name}")
+    try:
+        report = drive(configs, resume=True, progress=progress, workers=workers, ray_address=ray_address,
+                       on_result=on_result, desc=f"sweep {Path(grid.path).name}")
+    except BaseException as e:  # a failed or interrupted invocation says so (what it wrote stays, resumable)
+        record({"finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "error": f"{type(e).__name__}: {e}"[:2000]})
+        raise
     record({"finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "wall_s": report.wall_s, "played": report.jobs,
             "replayed": report.replayed,
             "worker_peak_rss_mib": {str(k): v for k, v in sorted(report.workers.items())}})
