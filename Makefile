@@ -31,7 +31,7 @@ $(VENV)/.installed-server: $(VENV)/.installed
 install-server: $(VENV)/.installed-server
 
 reproduce: install
-	$(BIN)/workbench reproduce --profile $(PROFILE)
+	$(BIN)/workbench reproduce --profile $(PROFILE) $(if $(DTYPE),--dtype $(DTYPE))
 
 test: install install-server
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS) tests notebooks/01_baselines.ipynb notebooks/02_retrieval_heads.ipynb \

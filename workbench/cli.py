@@ -75,7 +75,7 @@ def _cmd_experts(a: argparse.Namespace) -> int:
 def _cmd_reproduce(a: argparse.Namespace) -> int:
     from workbench.reporting.reproduce import reproduce
 
-    reproduce(profile=a.profile, reports=a.reports, notebooks=a.notebooks)
+    reproduce(profile=a.profile, reports=a.reports, notebooks=a.notebooks, dtype=a.dtype)
     return 0
 
 
@@ -229,6 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--profile", default="default", help="default (about 30 min on 2 cores) | full | smoke")
     rp.add_argument("--reports", default="reports")
     rp.add_argument("--notebooks", nargs="*")
+    rp.add_argument("--dtype", choices=("float32", "bfloat16"), help="every notebook's model dtype (default: float32)")
     rp.set_defaults(fn=_cmd_reproduce)
 
     h = sub.add_parser("heads", help="retrieval heads: score them on a supervision set, or ablate them")

@@ -26,10 +26,12 @@ def machine() -> dict:
 
 
 def reproduce(profile: str = "default", reports: str = "reports", notebooks: list[str] | None = None,
-              runs: str = "runs") -> dict:
+              runs: str = "runs", dtype: str | None = None) -> dict:
     """Execute the report notebooks of ``profile`` (all of them, or those named) and record wall times.
 
     The executed copies land in ``reports/notebooks/`` so a reader sees the outputs without running.
+    ``dtype``: run every notebook's model in this dtype (default: the notebooks' own, float32); its runs get
+    folders of their own (``runs/<profile>-<dtype>``), and every table says the dtype.
     """
     import papermill as pm
 
@@ -44,15 +46,15 @@ def reproduce(profile: str = "default", reports: str = "reports", notebooks: lis
         if not src.exists():
             raise FileNotFoundError(f"{src}: no such notebook (known: {', '.join(sorted(PROFILES[profile]))})")
         t0 = time.perf_counter()
-        pm.execute_notebook(
-            str(src), str(out_dir / src.name),
-            parameters=notebook_parameters(profile, name, str(Path(reports).resolve()), str(Path(runs).resolve())),
-            cwd=str(NOTEBOOKS_DIR), progress_bar=False,
-        )
+        params = notebook_parameters(profile, name, str(Path(reports).resolve()), str(Path(runs).resolve()))
+        if dtype is not None:
+            params.update(dtype=dtype, runs_dir=f"{params['runs_dir']}-{dtype}")
+        pm.execute_notebook(str(src), str(out_dir / src.name), parameters=params, cwd=str(NOTEBOOKS_DIR),
+                            progress_bar=False)
         timings[name] = round(time.perf_counter() - t0, 1)
     path = Path(reports) / "reproduce.json"
     old = json.loads(path.read_text()) if path.exists() else {}
-    old.update({"profile": profile, "wall_s": {**old.get("wall_s", {}), **timings}, "versions": versions(),
+    old.update({"profile": profile, "dtype": dtype or "float32", "wall_s": {**old.get("wall_s", {}), **timings}, "versions": versions(),
                 "machine": machine()})
     path.write_text(json.dumps(old, indent=1) + "\n")
     return timings
