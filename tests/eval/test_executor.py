@@ -72,10 +72,10 @@ def test_a_worker_killed_mid_episode_is_replayed(serial, tiny_model_dir, tmp_pat
     killed = []
 
     def kill_one(job, result):
-        if not killed:  # both workers hold a job right now (each gets the next as soon as it finishes one)
-            pid = executor.worker_pids()[0]
-            os.kill(pid, signal.SIGKILL)
-            killed.append(pid)
+        busy = executor.worker_pids(busy=True)  # the other worker, in the middle of its episode
+        if not killed and busy:
+            os.kill(busy[0], signal.SIGKILL)
+            killed.append(busy[0])
 
     try:
         report = drive([_cfg(out, tiny_model_dir)], executor=executor, progress=False, on_result=kill_one)

@@ -105,6 +105,7 @@ class RayExecutor:
         self._remote = ray.remote(Worker)
         self._actors: list = []
         self._pids: dict = {}  # actor -> pid ObjectRef (asked first, so it never waits behind a job)
+        self._busy: set = set()  # actors holding a job
         self.replayed = 0
         self.deaths = 0
         for _ in range(workers):
@@ -122,9 +123,10 @@ class RayExecutor:
         """Every worker loads what ``cfg``'s jobs need (see ``Worker.warm``); returns when all are ready."""
         self._ray.get([a.warm.remote(cfg) for a in self._actors])
 
-    def worker_pids(self) -> list[int]:
-        """The process ids of the live workers (for monitoring, and for the tests that kill one)."""
-        return [self._ray.get(self._pids[a]) for a in self._actors]
+    def worker_pids(self, busy: bool = False) -> list[int]:
+        """The process ids of the live workers (``busy``: only those playing a job right now), for monitoring
+        and for the tests that kill one mid-episode."""
+        return [self._ray.get(self._pids[a]) for a in self._actors if not busy or a in self._busy]
 
     def map_unordered(self, jobs: Sequence[Job]) -> Iterator[tuple[Job, dict]]:
         ray = self._ray
@@ -139,9 +141,11 @@ class RayExecutor:
             while queue and idle:
                 actor, job = idle.popleft(), queue.popleft()
                 inflight[actor.play.remote(job)] = (job, actor)
+                self._busy.add(actor)
             ready, _ = ray.wait(list(inflight), num_returns=1)
             ref = ready[0]
             job, actor = inflight.pop(ref)
+            self._busy.discard(actor)
             try:
                 result = ray.get(ref)
             except RayTaskError as e:
