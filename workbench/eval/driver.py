@@ -98,11 +98,15 @@ def _plan(cfg: RunConfig, resume: bool) -> _Plan:
     return plan
 
 
-def check_all(cfgs: list[RunConfig], resume: bool) -> None:
-    """Every check ``drive`` makes before it writes anything (folders, parameters), without playing."""
+def _check_distinct(cfgs: list[RunConfig]) -> None:
     outs = [c.out for c in cfgs]
     if len(set(outs)) != len(outs):
         raise ValueError(f"two configurations write the same folder: {sorted({o for o in outs if outs.count(o) > 1})}")
+
+
+def check_all(cfgs: list[RunConfig], resume: bool) -> None:
+    """Every check ``drive`` makes before it writes anything (folders, parameters), without playing."""
+    _check_distinct(cfgs)
     for c in cfgs:
         check_resume(c, resume)
 
@@ -170,7 +174,7 @@ def drive(cfgs: list[RunConfig], resume: bool = False, progress: bool = True, lm
     t0 = time.perf_counter()
     if workers is not None and workers < 1:
         raise ValueError(f"--workers {workers}: expected at least 1")
-    check_all(cfgs, resume)
+    _check_distinct(cfgs)  # the folders' own checks run in _plan, every one before anything is written
     models = None
     if lm is not None:
         if workers is not None or ray_address is not None or executor is not None:
