@@ -58,7 +58,7 @@ def test_writer_makes_one_atomic_item_per_fact() -> None:
     for it in out.items:
         by_bank.setdefault(it.bank, []).append(it)
     assert [i.focal for i in by_bank["reference"]] == ["apple 1 is in/on countertop 2.", "mug 1 is in/on countertop 2."]
-    assert by_bank["episodic"][0].ambient == "go to countertop 2: ok"
+    assert by_bank["episodic"][0].ambient == "go to countertop 2: saw apple 1, mug 1"  # the outcome's gist
     (snap,) = by_bank["task_state"]
     assert snap.op == "revise" and snap.focal == "At countertop 2, holding nothing; next: take the apple."
     assert all(i.focal and i.ambient and len(i.ambient) <= len(i.focal) for i in out.items)

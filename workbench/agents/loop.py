@@ -10,13 +10,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
-from workbench.agents.policy import MemoryPolicy
+from workbench.agents.policy import MemoryBlock, MemoryPolicy
 from workbench.envs.base import Environment, Task
 from workbench.envs.normalize import split_initial_observation
 from workbench.memory.trajectory import Step, Trajectory
 from workbench.models.generation import generate_action
 from workbench.models.scoring import ActionScorer, ForwardLayout, ScoreResult
 from workbench.prompts.layout import BuiltPrompt, PromptBuilder
+from workbench.prompts.working_memory import build_working_memory_prompt
 
 __all__ = ["StepInstrument", "Agent", "EpisodeResult"]
 
@@ -63,6 +64,19 @@ class Agent:
     def from_model(cls, lm: Any, reuse_cache: bool = True, **kw) -> "Agent":
         return cls(ActionScorer(lm, reuse_cache=reuse_cache), PromptBuilder(lm.tokenizer, lm.n_ctx), **kw)
 
+    def build_prompt(self, block: MemoryBlock, room: str, goal: str, history: list[Step],
+                     observation: str) -> BuiltPrompt:
+        """The action prompt for ``block``'s layout at the state after ``history``.
+
+        ``observation`` is what the agent sees now (ignored at step 0, where it is the room description):
+        the ReAct layout prints it after the last action, the working-memory layout as the current observation.
+        """
+        if block.layout == "working_memory":
+            return build_working_memory_prompt(self.builder, goal, observation if history else room,
+                                               block.working_memory, block.reminder)
+        return self.builder.build(room, goal, history, memory=block.pieces, reminder=block.reminder,
+                                  final_observation=observation if history else None)
+
     def decide(self, prompt: BuiltPrompt, admissible: list[str], instruments: list[StepInstrument] = ()) -> ScoreResult:
         hooks: list[tuple[str, Callable]] = []
         for inst in instruments:
@@ -101,10 +115,7 @@ class Agent:
         for t in range(limit):
             block = policy.memory(t, history)
             memory_entry = memory_entry or (block.entry.entry_id if block.entry else None)
-            prompt = self.builder.build(
-                room, goal, history, memory=block.pieces, reminder=block.reminder,
-                final_observation=obs if history else None,
-            )
+            prompt = self.build_prompt(block, room, goal, history, obs)
             admissible = list(res.admissible_commands)
             record = {
                 "prompt_tokens": prompt.n_tokens,
@@ -112,6 +123,7 @@ class Agent:
                 "n_candidates": len(admissible),
                 "truncated_history": prompt.truncated_history,
                 **({"reminder": block.reminder} if block.reminder else {}),
+                **block.record,
             }
             thought = None
             if self.decode == "generate":

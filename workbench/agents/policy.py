@@ -13,24 +13,39 @@ from typing import Protocol, runtime_checkable
 from workbench.envs.base import Task
 from workbench.memory.trajectory import MemoryEntry, Step
 
-__all__ = ["MemoryBlock", "MemoryPolicy", "NoMemory", "FixedICL", "RetrievedTrajectory", "register_policy", "get_policy"]
+__all__ = ["MemoryBlock", "MemoryPolicy", "NoMemory", "FixedICL", "RetrievedTrajectory", "register_policy", "get_policy", "policy_options", "list_policies"]
 
 
 @dataclass(frozen=True)
 class MemoryBlock:
     """What a policy puts in the prompt at one step.
 
+    Two prompt layouts exist. ``react`` (the default): the memory ``pieces`` above the task and the full history
+    below it (:mod:`workbench.prompts.layout`). ``working_memory``: the block ``working_memory`` (P_t) *in place
+    of* the history, between the goal and the current observation (:mod:`workbench.prompts.working_memory`).
+
     Attributes:
-        pieces: memory pieces (kind, segment, text) for the memory block, or empty.
-        reminder: an optional reminder line placed after the history.
+        pieces: memory pieces (kind, segment, text) for the ReAct memory block, or empty.
+        reminder: an optional reminder line placed after the history (or the current observation).
         entry: the memory entry the pieces come from (for C, refinement and reports).
         meta: anything worth logging (retrieval score, ...).
+        layout: ``react`` or ``working_memory``.
+        working_memory: the pieces of P_t (``WMPiece``) for the working-memory layout.
+        record: what the run records for this step beside the decision (items, bands, signals...); it is
+            merged into the step's record in ``Trajectory.meta["steps"]``.
     """
 
     pieces: tuple = ()
     reminder: str | None = None
     entry: MemoryEntry | None = None
     meta: dict = field(default_factory=dict)
+    layout: str = "react"
+    working_memory: tuple = ()
+    record: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.layout not in ("react", "working_memory"):
+            raise ValueError(f"MemoryBlock layout '{self.layout}': expected 'react' or 'working_memory'")
 
 
 @runtime_checkable
@@ -128,14 +143,39 @@ class RetrievedTrajectory(_StaticEntry):
 
 
 _POLICIES: dict[str, type] = {"none": NoMemory, "icl": FixedICL, "traj": RetrievedTrajectory}
+_OPTIONS: dict[str, tuple[str, ...]] = {"none": (), "icl": (), "traj": ("retriever",)}
 
 
-def register_policy(name: str, cls: type) -> None:
+def register_policy(name: str, cls, options: tuple[str, ...] = ()) -> None:
+    """Register a policy class or factory under ``name``.
+
+    Args:
+        options: the run options (``RunConfig`` fields such as ``budget``, ``ablation``, ``backend``) the
+            factory takes as keyword arguments; a run that sets any other option for this policy is refused.
+    """
     _POLICIES[name] = cls
+    _OPTIONS[name] = tuple(options)
 
 
 def get_policy(name: str) -> type:
+    if name not in _POLICIES:
+        _load_methods()
     try:
         return _POLICIES[name]
     except KeyError:
-        raise ValueError(f"unknown memory policy '{name}' (known: {', '.join(sorted(_POLICIES))})") from None
+        raise ValueError(f"unknown memory policy '{name}' (known: {', '.join(list_policies())})") from None
+
+
+def policy_options(name: str) -> tuple[str, ...]:
+    """The run options policy ``name`` takes."""
+    get_policy(name)
+    return _OPTIONS.get(name, ())
+
+
+def list_policies() -> list[str]:
+    _load_methods()
+    return sorted(_POLICIES)
+
+
+def _load_methods() -> None:
+    import workbench.methods  # noqa: F401  (registers the methods' policies)

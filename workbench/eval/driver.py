@@ -84,7 +84,7 @@ def _plan(cfg: RunConfig, resume: bool) -> _Plan:
     episodes = [t for t in tasks if t.task_id not in done]
     key, order, parts, todo = None, [], {}, []
     if cfg.teacher_forcing:
-        key = teacher_forced_key(cfg.model, cfg.dtype, cfg.memory, cfg.split, cfg.tf_tasks)
+        key = teacher_forced_key(cfg.model, cfg.dtype, cfg.method, cfg.split, cfg.tf_tasks)
         out = Path(cfg.out)
         cached = json.loads((out / "teacher_forced.json").read_text()) if (out / "teacher_forced.json").exists() else {}
         by_id = {t.task_id: t for t in (tasks if cfg.tf_tasks == cfg.tasks else select_tasks(cfg, cfg.tf_tasks))}
@@ -200,7 +200,7 @@ def drive(cfgs: list[RunConfig], resume: bool = False, progress: bool = True, lm
         own = executor is None
         executor = executor or make_executor(workers, ray_address, models=models)
         single = len(plans) == 1
-        label = desc or (f"{plans[0].cfg.split} [{plans[0].cfg.memory}]" if single else f"{len(plans)} configurations")
+        label = desc or (f"{plans[0].cfg.split} [{plans[0].cfg.method}]" if single else f"{len(plans)} configurations")
         bar = tqdm(total=len(jobs), desc=label, disable=not progress, smoothing=0.05)
         try:
             for job, result in executor.map_unordered(jobs):

@@ -99,11 +99,11 @@ class Worker:
         return self._agents[key]
 
     def _policy(self, cfg):
-        key = (cfg.memory, cfg.retriever)
+        key = cfg.policy_key()
         if key not in self._policies:
-            from workbench.eval.runner import build_policy
+            from workbench.eval.runner import policy_for
 
-            self._policies[key] = build_policy(cfg.memory, cfg.retriever)
+            self._policies[key] = policy_for(cfg)
         return self._policies[key]
 
     def _env(self, max_steps: int):

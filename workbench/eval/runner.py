@@ -28,11 +28,12 @@ from workbench.envs.alfworld import load_alfworld_tasks
 from workbench.envs.base import Task
 from workbench.eval.metrics import by_task_type, episode_metrics
 from workbench.memory.trajectory import Trajectory, append_jsonl, atomic_write_text, iter_jsonl_dicts
+from workbench.methods.arbiter.policy import DEFAULT_BUDGET
 from workbench.models.registry import DEFAULT_AGENT
 
 __all__ = ["RunConfig", "DTYPES", "parse_task_slice", "select_tasks", "run", "load_run", "versions",
            "teacher_forced_for", "teacher_forced_part", "combine_teacher_forced", "expert_for", "write_run_config",
-           "batch_metrics", "check_resume"]
+           "batch_metrics", "check_resume", "build_policy", "policy_for"]
 
 DTYPES = ("float32", "bfloat16")
 _VERSIONED = ("torch", "transformers", "transformer-lens", "textworld", "alfworld", "workbench")
@@ -55,6 +56,11 @@ class RunConfig:
             batch runs use and why).
         teacher_forcing_tasks: the slice teacher forcing scores, when it is not ``tasks`` (teacher forcing is
             cheap and low-variance, so it often covers more tasks than the episodes).
+        budget: the memory block's budget in o200k tokens (working-memory policies: arbiter, flat-recency,
+            flat-retrieval; 500 when not given).
+        ablation: a MemArbiter ablation (no-banks, no-signals, no-gate).
+        backend: the LLM backend of a method's memory stages (arbiter: offline-alfworld when not given).
+        backend_args: ``KEY=VALUE`` arguments of that backend (base_url=..., model=...).
     """
 
     out: str
@@ -71,6 +77,10 @@ class RunConfig:
     seed: int = 0
     dtype: str = "float32"
     teacher_forcing_tasks: str | None = None
+    budget: int | None = None
+    ablation: str | None = None
+    backend: str | None = None
+    backend_args: tuple[str, ...] = ()
 
     @property
     def tf_tasks(self) -> str:
@@ -78,14 +88,48 @@ class RunConfig:
         return self.teacher_forcing_tasks or self.tasks
 
     def __post_init__(self) -> None:
+        from workbench.agents.policy import policy_options
+
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype '{self.dtype}': expected one of {', '.join(DTYPES)}")
+        takes = policy_options(self.memory)  # a clear error for unknown policies
+        for opt, value in (("budget", self.budget), ("ablation", self.ablation), ("backend", self.backend),
+                           ("backend_args", self.backend_args)):
+            if value not in (None, ()) and opt not in takes and not (opt == "backend_args" and "backend" in takes):
+                raise ValueError(f"--{opt.replace('_', '-')} does not apply to --memory {self.memory} "
+                                 f"(it takes: {', '.join(takes) or 'no options'})")
+        if "budget" in takes and self.budget is None:
+            object.__setattr__(self, "budget", DEFAULT_BUDGET)
+        if self.budget is not None and self.budget <= 0:
+            raise ValueError(f"budget {self.budget}: expected a positive number of o200k tokens")
+        if "backend" in takes and self.backend is None:
+            object.__setattr__(self, "backend", "offline-alfworld")
+        if self.ablation is not None:
+            from workbench.methods.arbiter import ABLATIONS
+
+            if self.ablation not in ABLATIONS:
+                raise ValueError(f"ablation '{self.ablation}': expected one of {', '.join(ABLATIONS)}")
+        for kv in self.backend_args:
+            if "=" not in kv:
+                raise ValueError(f"backend argument '{kv}': expected KEY=VALUE")
+        object.__setattr__(self, "backend_args", tuple(self.backend_args))
+
+    def policy_key(self) -> tuple:
+        """What a policy built for this run depends on (a worker reuses one policy per key)."""
+        return (self.memory, self.retriever, self.budget, self.ablation, self.backend, self.backend_args)
+
+    @property
+    def method(self) -> str:
+        """The memory condition as tables name it: ``arbiter/no-gate@500``, ``flat-recency@750``, ``traj``."""
+        name = self.memory + (f"/{self.ablation}" if self.ablation else "")
+        return name + (f"@{self.budget}" if self.budget is not None else "")
 
     def identity(self) -> dict:
         """The fields that must match for ``--resume`` to continue a run."""
         d = asdict(self)
         d.pop("out")
         d["task_types"] = list(d["task_types"])
+        d["backend_args"] = list(d["backend_args"])
         return d
 
 
@@ -166,21 +210,38 @@ def batch_metrics(trajs: list[Trajectory]) -> dict:
     return episode_metrics(trajs) | {"by_task_type": by_task_type(trajs)}
 
 
-def build_policy(name: str, retriever: str = "minilm"):
-    """A memory policy over the default memory base (valid_train planner trajectories)."""
-    from workbench.agents.policy import FixedICL, NoMemory, RetrievedTrajectory, get_policy
+def build_policy(name: str, retriever: str = "minilm", *, budget: int | None = None, ablation: str | None = None,
+                 backend: str | None = None, backend_args: tuple[str, ...] = ()):
+    """A memory policy: none/icl/traj over the default memory base (valid_train planner trajectories), or a
+    method's policy (arbiter, flat-recency, flat-retrieval) with its options."""
+    from workbench.agents.policy import FixedICL, NoMemory, RetrievedTrajectory, get_policy, policy_options
     from workbench.eval.memory_base import default_memory_base
     from workbench.memory.retrieval import get_retriever
 
-    get_policy(name)  # a clear error for unknown names
+    factory = get_policy(name)  # a clear error for unknown names
     if name == "none":
         return NoMemory()
-    base = default_memory_base()
-    if name == "icl":
-        return FixedICL(base)
-    if name == "traj":
-        return RetrievedTrajectory(get_retriever(retriever, base))
-    return get_policy(name)(base)
+    if name in ("icl", "traj"):
+        base = default_memory_base()
+        return FixedICL(base) if name == "icl" else RetrievedTrajectory(get_retriever(retriever, base))
+    takes = policy_options(name)
+    options: dict = {}
+    if "budget" in takes:
+        options["budget"] = budget
+    if "ablation" in takes:
+        options["ablation"] = ablation
+    if "backend" in takes:
+        from workbench.llm.registry import get_backend
+
+        options["backend"] = get_backend(backend or "offline-alfworld",
+                                         **dict(kv.split("=", 1) for kv in backend_args))
+    return factory(**options)
+
+
+def policy_for(cfg: "RunConfig"):
+    """The memory policy of run ``cfg``."""
+    return build_policy(cfg.memory, cfg.retriever, budget=cfg.budget, ablation=cfg.ablation, backend=cfg.backend,
+                        backend_args=cfg.backend_args)
 
 
 def run(cfg: RunConfig, resume: bool = False, progress: bool = True, lm=None, workers: int | None = None,

@@ -64,7 +64,8 @@ class Grid:
 
 def _check_value(where: str, key: str, value: Any) -> Any:
     """One configuration value, type-checked against the RunConfig field it sets."""
-    kind = {"max_steps": int, "seed": int, "teacher_forcing": bool, "task_types": list}.get(key, str)
+    kind = {"max_steps": int, "seed": int, "teacher_forcing": bool, "task_types": list, "budget": int,
+            "backend_args": list}.get(key, str)
     if key == "tasks" and isinstance(value, int) and not isinstance(value, bool):
         value = str(value)
     if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
@@ -75,7 +76,8 @@ def _check_value(where: str, key: str, value: Any) -> Any:
         if isinstance(value, str):
             value = [value]
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise GridError(f"{where}: key '{key}': expected a list of task types, got {value!r}")
+            what = "task types" if key == "task_types" else "KEY=VALUE strings"
+            raise GridError(f"{where}: key '{key}': expected a list of {what}, got {value!r}")
         return tuple(value)
     if kind is str and not isinstance(value, str):
         raise GridError(f"{where}: key '{key}': expected a string, got {value!r}")
@@ -176,6 +178,13 @@ def load_grid(path: str | Path, out: str | None = None) -> Grid:
                 hint = " (the folder is OUT/NAME)" if key == "out" else ""
                 raise GridError(f"{where}: unknown key '{key}'{hint} (known: name, {', '.join(sorted(_FIELDS))})")
             kwargs[key] = _check_value(where, key, value)
+            if key == "memory":
+                from workbench.agents.policy import get_policy
+
+                try:
+                    get_policy(kwargs[key])
+                except ValueError as e:
+                    raise GridError(f"{where}: key 'memory': {e}") from None
         try:
             cfg = RunConfig(out=str(Path(out) / name), **kwargs)
         except ValueError as e:

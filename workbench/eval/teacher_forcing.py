@@ -62,10 +62,8 @@ def teacher_forced_accuracy(
         ok = 0
         for k, step in enumerate(traj.steps):
             block = policy.memory(k, list(traj.steps[:k]))
-            prompt = agent.builder.build(
-                traj.initial_observation, traj.goal, traj.steps[:k], memory=block.pieces,
-                reminder=block.reminder, final_observation=step.observation if k else None,
-            )
+            prompt = agent.build_prompt(block, traj.initial_observation, traj.goal, list(traj.steps[:k]),
+                                        step.observation)
             cands = list(adm[k])
             if step.action not in cands:
                 continue  # cannot be scored; counted nowhere

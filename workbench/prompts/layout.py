@@ -36,6 +36,7 @@ HISTORY_CUT = "(Earlier steps omitted.)\n"
 Kind = Literal[
     "header", "memory_open", "memory_header", "observation", "thought", "action", "memory_close",
     "task", "history_cut", "history_action", "history_observation", "reminder", "suffix",
+    "wm_open", "wm_bank", "wm_item", "wm_close", "current_observation",  # the working-memory layout (prompts.working_memory)
 ]
 # A memory piece: (kind, segment index or None, text); kinds header/observation/thought/action.
 MemoryPiece = tuple[str, "int | None", str]
@@ -53,6 +54,9 @@ class PieceSpan:
     start: int
     end: int
     segment: int | None = None  # memory segment index; history step index for history pieces
+    item: str | None = None  # working-memory item id (``wm_item`` pieces, see prompts.working_memory)
+    bank: str | None = None  # the item's (or section's) bank
+    band: str | None = None  # the item's band: F (focal) or A (ambient)
 
 
 @dataclass(frozen=True)
@@ -90,7 +94,8 @@ class BuiltPrompt:
 
     @property
     def memory_span(self) -> tuple[int, int] | None:
-        return self.kind_span("memory_open", "memory_header", "observation", "thought", "action", "memory_close")
+        return self.kind_span("memory_open", "memory_header", "observation", "thought", "action", "memory_close",
+                              "wm_open", "wm_bank", "wm_item", "wm_close")
 
     @property
     def task_span(self) -> tuple[int, int] | None:

@@ -7,8 +7,8 @@ one not done. Information needs are the goal entities not yet located.
 
 Candidate writer: split the newest evidence into atomic items, one fact each. The goal and its
 constraints come from the goal at step 0; each object sighting and open/closed state is a reference item;
-the previous action and its outcome is an episodic item (a "Nothing happens." also yields a constraint not
-to repeat it); the agent's situation is a task-state snapshot (``op="revise"``: it replaces the last one).
+the previous action and its outcome is an episodic item (ambient: the action and the objects it revealed;
+a "Nothing happens." also yields a constraint not to repeat it); the agent's situation is a task-state snapshot (``op="revise"``: it replaces the last one).
 """
 
 from __future__ import annotations
@@ -116,6 +116,16 @@ def _goal_items(goal: str, observation: str) -> list[CandidateItem]:
     return items
 
 
+def _gist(observation: str, most: int = 6) -> str:
+    """An outcome in a few words: the objects it revealed ("saw apple 1, knife 2"), "nothing here", or "ok"."""
+    seen = [obj for obj, _ in sightings(observation)]
+    if seen:
+        return "saw " + ", ".join(seen[:most]) + (", ..." if len(seen) > most else "")
+    if re.search(r"you see nothing", observation.lower()):
+        return "nothing here"
+    return "ok"
+
+
 def write_candidates(inp: WriterInput) -> CandidateWrites:
     """Atomic candidate items from the newest evidence (see module docstring)."""
     items: list[CandidateItem] = []
@@ -128,7 +138,7 @@ def write_candidates(inp: WriterInput) -> CandidateWrites:
         ents = tuple(x for x in (a.x, a.y) if x)
         items.append(CandidateItem(bank="episodic", entities=ents, source="action",
                                    focal=f"Step {max(inp.step - 1, 0)}: '{a.text}' -> {first}.",
-                                   ambient=f"{a.text}: {'ok' if ok else 'failed'}"))
+                                   ambient=f"{a.text}: {_gist(inp.observation) if ok else 'failed'}"))
         if not ok:
             items.append(CandidateItem(bank="constraint", entities=ents, source="action",
                                        focal=f"'{a.text}' does nothing in this situation; do not repeat it unchanged.",

@@ -1,0 +1,204 @@
+"""Decision-relevance signals: bank demand d_b,t and item relevance eta_i,t, as functions of the parsed state.
+
+The decision context c_t of step t: the parsed state s_t (subgoal g_t, entities E_t, information needs N_t,
+location, holding), the previous subgoal g_{t-1}, and the previous action's outcome. Word sets:
+K(g_t) = content words of g_t (``bm25_tokens``) plus the entity types of E_t; K(i) = the entity types of item i
+(its content words when it names no entity); K(N_t) = content words of the needs minus "where", "is".
+
+    sim(i, g_t)  = |K(i) & K(g_t)| / |K(i)|                              (0 when K(i) is empty)
+    rec(i, t)    = exp(-(t - last_seen_i) / tau_b)                       tau: task state 2, episodic 6
+    abnormal_t   = 1 if a_{t-1} failed ("Nothing happens.") or was already taken earlier in the episode (a loop:
+                   the agent is going round), else 0
+    u(i)         = 1 if episodic event i records a failure or an action taken more than once (what recovery
+                   from a failure or a loop needs to see), else 0
+
+Bank demand (paper section 3.3), each in [0, 1]:
+
+    d_goal       = 1.0 at t = 0 or when g_t != g_{t-1} (a subgoal was just completed), else 0.7
+    d_task_state = rec(latest snapshot, t)                               recency of the state snapshot
+    d_constraint = max(0.3 [any active], abnormal_t, max_{c applicable} max(sim(c, g_t), 0.5))
+    d_episodic   = 0.5 abnormal_t + 0.5 max_{e} sim(e, g_t)               abnormal outcome + relevance of events
+    d_reference  = 0.5 [N_t non-empty] + 0.5 max_{r} sim(r, g_t)          open needs + relation to the subgoal
+
+Item relevance:
+
+    goal         eta = 1 for the task goal, else max(0.5, sim(i, g_t))
+    constraint   task scope: max(0.5, sim(i, g_t)); situational: 1 where it was learnt (same location and
+                 holding), else 0.05 (it does not apply here)
+    task_state   eta = rec(i, t)
+    episodic     eta = 0.4 sim(i, g_t) + 0.3 rec(i, t) + 0.3 abnormal_t u(i)
+    reference    eta = 1 if K(i) meets K(N_t); the room inventory 0.8 while N_t is non-empty (else 0.3);
+                 otherwise 0.6 sim(i, g_t) + 0.4 [i is about the current location]
+
+The no-signals ablation (:class:`FixedSignals`) replaces both with a fixed allocation: constant bank weights
+and plain recency. The no-banks pool (:class:`PoolSignals`) has one demand (1) and one relevance rule for
+every item: 0.5 sim + 0.5 rec (tau 6).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from workbench.llm.offline.alfworld import entity_type, is_failure, normalize
+from workbench.llm.schemas import ParsedState
+from workbench.memory.retrieval import bm25_tokens
+
+from .items import TASK_SCOPE, Item
+
+__all__ = ["Context", "Signals", "DynamicSignals", "FixedSignals", "PoolSignals", "item_keys", "goal_keys", "sim",
+           "FIXED_DEMAND", "TAU"]
+
+TAU = {"task_state": 2.0, "episodic": 6.0, "default": 6.0}
+FIXED_DEMAND = {"goal": 1.0, "task_state": 0.9, "constraint": 0.8, "episodic": 0.6, "reference": 0.6, "pool": 1.0}
+_NEED_STOP = frozenset({"where", "is", "what", "which"})
+
+
+@dataclass(frozen=True)
+class Context:
+    """c_t: what the signals read at step t.
+
+    Attributes:
+        step: t.
+        state: the parsed state s_t.
+        previous_subgoal: g_{t-1} (None at t = 0).
+        previous_action: a_{t-1} (None at t = 0).
+        failed: a_{t-1} was answered "Nothing happens.".
+        repeated: a_{t-1} was already taken before, earlier in the episode.
+        action_counts: how often each (normalised) action has been taken so far.
+    """
+
+    step: int
+    state: ParsedState
+    previous_subgoal: str | None = None
+    previous_action: str | None = None
+    failed: bool = False
+    repeated: bool = False
+    action_counts: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def abnormal(self) -> bool:
+        return self.failed or self.repeated
+
+
+def item_keys(item: Item) -> frozenset[str]:
+    """K(i): entity types, or content words for an item that names no entity."""
+    if item.entities:
+        return frozenset(entity_type(e) for e in item.entities if entity_type(e))
+    return frozenset(bm25_tokens(item.focal))
+
+
+def goal_keys(state: ParsedState) -> frozenset[str]:
+    """K(g_t): the subgoal's content words and the entity types in the parsed state."""
+    return frozenset(bm25_tokens(state.subgoal)) | {entity_type(e) for e in state.entities if entity_type(e)}
+
+
+def need_keys(state: ParsedState) -> frozenset[str]:
+    return frozenset(w for n in state.information_needs for w in bm25_tokens(n) if w not in _NEED_STOP)
+
+
+def sim(item: Item, keys: frozenset[str]) -> float:
+    k = item_keys(item)
+    return len(k & keys) / len(k) if k else 0.0
+
+
+def rec(item: Item, t: int, tau: float) -> float:
+    return math.exp(-max(t - item.last_seen, 0) / tau)
+
+
+class Signals(Protocol):
+    name: str
+
+    def demand(self, groups: dict[str, list[Item]], ctx: Context) -> dict[str, float]: ...
+
+    def relevance(self, item: Item, ctx: Context, role: str) -> float: ...
+
+
+def _recovery_utility(item: Item, ctx: Context) -> bool:
+    """u(i): the event records a failure, or an action the agent has taken more than once."""
+    failed = "failed" in item.ambient.lower() or is_failure(item.focal.split("-> ")[-1])
+    return failed or (bool(item.about) and ctx.action_counts.get(item.about, 0) > 1)
+
+
+class DynamicSignals:
+    """d_b,t and eta_i,t of the module docstring."""
+
+    name = "dynamic"
+
+    def demand(self, groups: dict[str, list[Item]], ctx: Context) -> dict[str, float]:
+        s, t = ctx.state, ctx.step
+        g = goal_keys(s)
+        out: dict[str, float] = {}
+        for bank, items in groups.items():
+            if bank == "goal":
+                out[bank] = 1.0 if t == 0 or (ctx.previous_subgoal is not None and ctx.previous_subgoal != s.subgoal) else 0.7
+            elif bank == "task_state":
+                out[bank] = max((rec(i, t, TAU["task_state"]) for i in items), default=0.0)
+            elif bank == "constraint":
+                applicable = [i for i in items if self._constraint(i, ctx) > 0.5]
+                out[bank] = max(0.3 if items else 0.0, float(ctx.abnormal),
+                                max((max(sim(i, g), 0.5) for i in applicable), default=0.0))
+            elif bank == "episodic":
+                out[bank] = 0.5 * ctx.abnormal + 0.5 * max((sim(i, g) for i in items), default=0.0)
+            elif bank == "reference":
+                out[bank] = 0.5 * bool(s.information_needs) + 0.5 * max((sim(i, g) for i in items), default=0.0)
+            else:
+                out[bank] = 1.0
+        return out
+
+    @staticmethod
+    def _constraint(item: Item, ctx: Context) -> float:
+        if item.scope == TASK_SCOPE:
+            return max(0.5, sim(item, goal_keys(ctx.state)))
+        here = f"at={ctx.state.location or 'start'}|holding={ctx.state.holding or 'nothing'}"
+        return 1.0 if item.scope == here else 0.05
+
+    def relevance(self, item: Item, ctx: Context, role: str) -> float:
+        s, t = ctx.state, ctx.step
+        if item.bank == "goal":
+            return 1.0 if item.source == "task" else max(0.5, sim(item, goal_keys(s)))
+        if item.bank == "constraint":
+            return self._constraint(item, ctx)
+        if item.bank == "task_state":
+            return rec(item, t, TAU["task_state"])
+        if item.bank == "episodic":
+            return (0.4 * sim(item, goal_keys(s)) + 0.3 * rec(item, t, TAU["episodic"])
+                    + 0.3 * (ctx.abnormal and _recovery_utility(item, ctx)))
+        if item.bank == "reference":
+            if item_keys(item) & need_keys(s):
+                return 1.0
+            if len(item.entities) > 2:  # the room inventory: where to look
+                return 0.8 if s.information_needs else 0.3
+            here = normalize(s.location or "")
+            about_here = bool(here) and any(normalize(e) == here for e in item.entities)
+            return 0.6 * sim(item, goal_keys(s)) + 0.4 * about_here
+        return 0.5 * sim(item, goal_keys(s)) + 0.5 * rec(item, t, TAU["default"])
+
+
+class FixedSignals:
+    """w/o Dynamic Signals: a fixed allocation. Constant bank weights (``FIXED_DEMAND``), and eta = 1 for the
+    goal, task constraints and the live snapshot, plain recency (tau 6) for everything else."""
+
+    name = "fixed"
+
+    def demand(self, groups: dict[str, list[Item]], ctx: Context) -> dict[str, float]:
+        return {bank: FIXED_DEMAND.get(bank, 1.0) for bank in groups}
+
+    def relevance(self, item: Item, ctx: Context, role: str) -> float:
+        if role in ("protected", "snapshot"):
+            return 1.0
+        return rec(item, ctx.step, TAU["default"])
+
+
+class PoolSignals:
+    """One pool: demand 1, eta = 0.5 sim(i, g_t) + 0.5 rec(i, t) for every item, whatever its label."""
+
+    name = "pool"
+
+    def demand(self, groups: dict[str, list[Item]], ctx: Context) -> dict[str, float]:
+        return {bank: 1.0 for bank in groups}
+
+    def relevance(self, item: Item, ctx: Context, role: str) -> float:
+        return 0.5 * sim(item, goal_keys(ctx.state)) + 0.5 * rec(item, ctx.step, TAU["default"])

@@ -1,0 +1,70 @@
+"""MemArbiter and its ablations as entries of one registry: each variant is a choice of components, never a
+flag threaded through the code.
+
+=============  ===============  ================  ===============  ====================
+variant        store            signals           gate             allocation
+=============  ===============  ================  ===============  ====================
+arbiter        FunctionalBanks  DynamicSignals    TemporalGate     PriorityAllocation
+no-banks       SinglePool       PoolSignals       TemporalGate     PriorityAllocation
+no-signals     FunctionalBanks  FixedSignals      TemporalGate     FixedShares
+no-gate        FunctionalBanks  DynamicSignals    IndependentGate  PriorityAllocation
+=============  ===============  ================  ===============  ====================
+
+w/o Functional Banks pools every item in one type-agnostic store with one relevance rule and one section;
+w/o Dynamic Signals replaces d and eta with constant bank weights, recency and a fixed per-bank share of the
+budget; w/o Temporal Gate selects each step's bands from that step's priorities alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .assembly import Allocation, FixedShares, PriorityAllocation
+from .banks import FunctionalBanks, SinglePool, Store
+from .gate import Gate, IndependentGate, TemporalGate
+from .signals import DynamicSignals, FixedSignals, PoolSignals, Signals
+
+__all__ = ["ArbiterVariant", "register_variant", "get_variant", "list_variants", "ABLATIONS"]
+
+
+@dataclass(frozen=True)
+class ArbiterVariant:
+    name: str
+    store: Callable[[], Store]
+    signals: Callable[[], Signals]
+    gate: Callable[[], Gate]
+    allocation: Callable[[], Allocation]
+    description: str = ""
+
+
+_VARIANTS: dict[str, ArbiterVariant] = {}
+
+
+def register_variant(variant: ArbiterVariant) -> ArbiterVariant:
+    if variant.name in _VARIANTS:
+        raise ValueError(f"arbiter variant '{variant.name}' is already registered")
+    _VARIANTS[variant.name] = variant
+    return variant
+
+
+def get_variant(name: str) -> ArbiterVariant:
+    try:
+        return _VARIANTS[name]
+    except KeyError:
+        raise ValueError(f"unknown MemArbiter variant '{name}' (known: {', '.join(list_variants())})") from None
+
+
+def list_variants() -> list[str]:
+    return list(_VARIANTS)
+
+
+register_variant(ArbiterVariant("arbiter", FunctionalBanks, DynamicSignals, TemporalGate, PriorityAllocation,
+                                "MemArbiter: five banks, dynamic d and eta, temporal gate"))
+register_variant(ArbiterVariant("no-banks", SinglePool, PoolSignals, TemporalGate, PriorityAllocation,
+                                "w/o Functional Banks: one type-agnostic pool"))
+register_variant(ArbiterVariant("no-signals", FunctionalBanks, FixedSignals, TemporalGate, FixedShares,
+                                "w/o Dynamic Signals: a fixed allocation"))
+register_variant(ArbiterVariant("no-gate", FunctionalBanks, DynamicSignals, IndependentGate, PriorityAllocation,
+                                "w/o Temporal Gate: each step selected independently"))
+ABLATIONS = tuple(n for n in _VARIANTS if n != "arbiter")
