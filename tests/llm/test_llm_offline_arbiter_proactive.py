@@ -47,7 +47,8 @@ def test_writer_splits_the_first_observation_into_goal_constraint_and_room() -> 
     items = run_stage(OFFLINE, "arbiter_writer", WriterInput(goal=GOAL, step=0, observation=ROOM)).value.items
     assert [i.bank for i in items] == ["goal", "constraint", "reference"]
     assert items[1].focal == "The apple must be cleaned with the sinkbasin before it goes in/on the fridge."
-    assert items[2].ambient == "room: cabinet x1, countertop x2, fridge x1, microwave x1, sinkbasin x1"
+    assert items[2].focal.startswith("The room has: cabinet 1, countertop 1, countertop 2")
+    assert items[2].entities[:3] == ("cabinet 1", "countertop 1", "countertop 2")
 
 
 def test_writer_makes_one_atomic_item_per_fact() -> None:
@@ -58,17 +59,18 @@ def test_writer_makes_one_atomic_item_per_fact() -> None:
     for it in out.items:
         by_bank.setdefault(it.bank, []).append(it)
     assert [i.focal for i in by_bank["reference"]] == ["apple 1 is in/on countertop 2.", "mug 1 is in/on countertop 2."]
-    assert by_bank["episodic"][0].ambient == "go to countertop 2: saw apple 1, mug 1"  # the outcome's gist
+    assert by_bank["episodic"][0].focal == "Step 1: 'go to countertop 2' -> On the countertop 2, you see a apple 1, and a mug 1."
     (snap,) = by_bank["task_state"]
     assert snap.op == "revise" and snap.focal == "At countertop 2, holding nothing; next: take the apple."
-    assert all(i.focal and i.ambient and len(i.ambient) <= len(i.focal) for i in out.items)
+    assert all(i.focal and not i.ambient for i in out.items)  # the ambient band is the arbiter's template
 
 
 def test_writer_turns_a_failure_into_episodic_and_constraint_items() -> None:
     out = run_stage(OFFLINE, "arbiter_writer", WriterInput(goal=GOAL, step=4, previous_action="open countertop 1",
                                                             observation="Nothing happens.")).value
     assert [i.bank for i in out.items] == ["episodic", "constraint"]
-    assert out.items[0].ambient == "open countertop 1: failed" and out.items[1].ambient == "avoid: open countertop 1"
+    assert out.items[0].focal == "Step 3: 'open countertop 1' -> Nothing happens."
+    assert out.items[1].focal == "'open countertop 1' does nothing in this situation; do not repeat it unchanged."
 
 
 def test_phase1_records_locations_failures_and_status_via_tools() -> None:

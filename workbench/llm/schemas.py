@@ -118,11 +118,16 @@ BANKS: tuple[str, ...] = Bank.__args__  # type: ignore[attr-defined]
 
 
 class CandidateItem(_Out):
-    """One atomic memory item proposed for one bank, in its two presentation bands."""
+    """One atomic memory item proposed for one bank.
+
+    ``focal`` is the item's content (its full rendering). ``ambient`` is optional and not shown: MemArbiter renders
+    the ambient band with its own deterministic bank templates (``workbench.methods.arbiter.ambient``), so every
+    backend's items read the same there; a writer that proposes one is not refused for it.
+    """
 
     bank: Bank
     focal: str = Field(min_length=1)
-    ambient: str = Field(min_length=1)
+    ambient: str = ""
     entities: tuple[str, ...] = ()
     op: Literal["add", "revise"] = "add"
     source: str = ""

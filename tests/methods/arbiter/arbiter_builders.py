@@ -7,7 +7,7 @@ from workbench.methods.arbiter.items import Item
 from workbench.methods.arbiter.signals import Context
 
 
-def cand(bank: str = "reference", focal: str = "apple 1 is in/on countertop 1.", ambient: str = "apple 1 @ countertop 1",
+def cand(bank: str = "reference", focal: str = "apple 1 is in/on countertop 1.", ambient: str = "",
          entities: tuple[str, ...] = ("apple 1", "countertop 1"), **kw) -> CandidateItem:
     return CandidateItem(bank=bank, focal=focal, ambient=ambient, entities=entities, **kw)
 

@@ -93,7 +93,9 @@ class _Faulty:
 LONG = "apple " * 400
 BAD_REPLIES = {
     "unknown bank": ('{"items": [{"bank": "wishes", "focal": "x", "ambient": "x"}]}', "LLMOutputError"),
-    "missing field": ('{"items": [{"bank": "reference", "focal": "apple 1 is on desk 1."}]}', "LLMOutputError"),
+    "missing focal": ('{"items": [{"bank": "reference", "entities": ["apple 1"]}]}', "LLMOutputError"),
+    "missing bank": ('{"items": [{"focal": "apple 1 is on desk 1."}]}', "LLMOutputError"),
+    "no items": ('{}', "LLMOutputError"),
     "not json": ("I think the apple is somewhere.", "LLMOutputError"),
     "over-long item": ('{"items": [{"bank": "reference", "focal": "%s", "ambient": "a"}]}' % LONG, "InvalidWriteError"),
 }

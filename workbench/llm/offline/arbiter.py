@@ -7,14 +7,13 @@ one not done. Information needs are the goal entities not yet located.
 
 Candidate writer: split the newest evidence into atomic items, one fact each. The goal and its
 constraints come from the goal at step 0; each object sighting and open/closed state is a reference item;
-the previous action and its outcome is an episodic item (ambient: the action and the objects it revealed;
-a "Nothing happens." also yields a constraint not to repeat it); the agent's situation is a task-state snapshot (``op="revise"``: it replaces the last one).
+the previous action and its whole outcome is an episodic item (a "Nothing happens." also yields a constraint
+not to repeat it); the agent's situation is a task-state snapshot (``op="revise"``: it replaces the last one).
 """
 
 from __future__ import annotations
 
 import re
-from collections import Counter
 
 from ..inputs import StateParserInput, WriterInput
 from ..schemas import CandidateItem, CandidateWrites, ParsedState
@@ -90,40 +89,27 @@ def parse_state(inp: StateParserInput) -> ParsedState:
 
 def _goal_items(goal: str, observation: str) -> list[CandidateItem]:
     text = goal.split("Your task is to:")[-1].strip()
-    items = [CandidateItem(bank="goal", focal=f"Task goal: {text}", ambient=f"goal: {text.rstrip('.')}",
-                           source="task")]
+    items = [CandidateItem(bank="goal", focal=f"Task goal: {text}", source="task")]
     spec = parse_goal(goal)
     if spec and spec.transform:
         items.append(CandidateItem(
             bank="constraint", entities=(spec.obj, spec.tool or ""),
             focal=f"The {spec.obj} must be {_PAST[spec.transform]} with the {spec.tool} before it goes in/on the "
-                  f"{spec.recep}.", ambient=f"{spec.obj} must be {_PAST[spec.transform]} first", source="task"))
+                  f"{spec.recep}.", source="task"))
     if spec and spec.count == 2:
         items.append(CandidateItem(bank="constraint", entities=(spec.obj, spec.recep or ""),
                                    focal=f"Two {spec.obj}s must end up in/on the {spec.recep}; one is not enough.",
-                                   ambient=f"need 2 {spec.obj}", source="task"))
+                                   source="task"))
     if spec and spec.kind == "look_at":
         items.append(CandidateItem(bank="constraint", entities=(spec.obj, "desklamp"),
                                    focal=f"Hold the {spec.obj} and turn on a desklamp to look at it.",
-                                   ambient=f"{spec.obj} + lit desklamp", source="task"))
+                                   source="task"))
     room = _ROOM.search(observation.lower())
     if room:
         receps = re.findall(r"[a-z]+ \d+", room.group(1))
-        counts = Counter(entity_type(r) for r in receps)
         items.append(CandidateItem(bank="reference", entities=tuple(receps), source="observation",
-                                   focal="The room has: " + ", ".join(receps) + ".",
-                                   ambient="room: " + ", ".join(f"{t} x{n}" for t, n in counts.items())))
+                                   focal="The room has: " + ", ".join(receps) + "."))
     return items
-
-
-def _gist(observation: str, most: int = 6) -> str:
-    """An outcome in a few words: the objects it revealed ("saw apple 1, knife 2"), "nothing here", or "ok"."""
-    seen = [obj for obj, _ in sightings(observation)]
-    if seen:
-        return "saw " + ", ".join(seen[:most]) + (", ..." if len(seen) > most else "")
-    if re.search(r"you see nothing", observation.lower()):
-        return "nothing here"
-    return "ok"
 
 
 def write_candidates(inp: WriterInput) -> CandidateWrites:
@@ -133,28 +119,25 @@ def write_candidates(inp: WriterInput) -> CandidateWrites:
         items += _goal_items(inp.goal, inp.observation)
     if inp.previous_action:
         a = parse_action(inp.previous_action)
-        first = inp.observation.strip().split(". ")[0].rstrip(".") or "(no observation)"
+        outcome = " ".join(inp.observation.split()[:60]).rstrip(".") or "(no observation)"
         ok = not is_failure(inp.observation)
         ents = tuple(x for x in (a.x, a.y) if x)
         items.append(CandidateItem(bank="episodic", entities=ents, source="action",
-                                   focal=f"Step {max(inp.step - 1, 0)}: '{a.text}' -> {first}.",
-                                   ambient=f"{a.text}: {_gist(inp.observation) if ok else 'failed'}"))
+                                   focal=f"Step {max(inp.step - 1, 0)}: '{a.text}' -> {outcome}."))
         if not ok:
             items.append(CandidateItem(bank="constraint", entities=ents, source="action",
-                                       focal=f"'{a.text}' does nothing in this situation; do not repeat it unchanged.",
-                                       ambient=f"avoid: {a.text}"))
+                                       focal=f"'{a.text}' does nothing in this situation; do not repeat it unchanged."))
     if not is_failure(inp.observation):
         for obj, rec in sightings(inp.observation):
-            items.append(CandidateItem(bank="reference", focal=f"{obj} is in/on {rec}.", ambient=f"{obj} @ {rec}",
+            items.append(CandidateItem(bank="reference", focal=f"{obj} is in/on {rec}.",
                                        entities=(obj, rec), source="observation"))
         for rec, state in _OPEN_STATE.findall(inp.observation.lower()):
-            items.append(CandidateItem(bank="reference", focal=f"{rec} is {state}.", ambient=f"{rec}: {state}",
+            items.append(CandidateItem(bank="reference", focal=f"{rec} is {state}.",
                                        entities=(rec,), source="observation"))
     if inp.state is not None:
         s = inp.state
         items.append(CandidateItem(
             bank="task_state", op="revise", source="state",
             entities=tuple(x for x in (s.location, s.holding) if x),
-            focal=f"At {s.location or 'the start'}, holding {s.holding or 'nothing'}; next: {s.subgoal}.",
-            ambient=f"@{s.location or 'start'} | {s.holding or 'empty-handed'} | {s.subgoal}"))
+            focal=f"At {s.location or 'the start'}, holding {s.holding or 'nothing'}; next: {s.subgoal}."))
     return CandidateWrites(items=tuple(items))

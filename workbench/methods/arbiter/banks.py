@@ -29,13 +29,13 @@ from typing import Protocol
 from workbench.llm.schemas import CandidateItem, ParsedState
 from workbench.memory.tokens import count_o200k
 
+from .ambient import ambient_form
 from .items import BANK_ORDER, BANK_PREFIX, PROTECTED_BANKS, TASK_SCOPE, Item, norm_text
 
 __all__ = ["InvalidWriteError", "check_write", "UpdateLog", "Store", "FunctionalBanks", "SinglePool",
-           "MAX_FOCAL_TOKENS", "MAX_AMBIENT_TOKENS", "MAX_ENTITIES", "TASK_DONE", "situation"]
+           "MAX_FOCAL_TOKENS", "MAX_ENTITIES", "TASK_DONE", "situation"]
 
 MAX_FOCAL_TOKENS = 256  # o200k tokens: one fact (the room inventory, the longest, lists up to ~40 receptacles)
-MAX_AMBIENT_TOKENS = 96
 MAX_ENTITIES = 64
 TASK_DONE = "the task is complete"  # the state parser's subgoal once every subgoal is done
 
@@ -56,20 +56,17 @@ def check_write(candidates: Sequence[CandidateItem]) -> None:
     """Validity checks on a whole write (the schema already checked banks and required fields).
 
     Raises:
-        InvalidWriteError: an over-long focal or ambient form, or too many entities.
+        InvalidWriteError: an over-long or blank item, or too many entities.
     """
     problems: list[tuple[int, str, str]] = []
     for i, c in enumerate(candidates):
         n = count_o200k(c.focal)
         if n > MAX_FOCAL_TOKENS:
             problems.append((i, "focal", f"{n} o200k tokens, over the limit of {MAX_FOCAL_TOKENS} for one atomic item"))
-        n = count_o200k(c.ambient)
-        if n > MAX_AMBIENT_TOKENS:
-            problems.append((i, "ambient", f"{n} o200k tokens, over the limit of {MAX_AMBIENT_TOKENS}"))
         if len(c.entities) > MAX_ENTITIES:
             problems.append((i, "entities", f"{len(c.entities)} entities, over the limit of {MAX_ENTITIES}"))
-        if not c.focal.strip() or not c.ambient.strip():
-            problems.append((i, "focal" if not c.focal.strip() else "ambient", "blank text"))
+        if not c.focal.strip():
+            problems.append((i, "focal", "blank text"))
     if problems:
         raise InvalidWriteError(problems)
 
@@ -135,8 +132,9 @@ class _Items:
     def _new(self, c: CandidateItem, step: int, scope: str, about: str = "") -> Item:
         prefix = BANK_PREFIX[c.bank]
         self._counters[prefix] = self._counters.get(prefix, 0) + 1
+        entities = tuple(e for e in c.entities if e)
         item = Item(id=f"{prefix}{self._counters[prefix]}", bank=c.bank, focal=c.focal.strip(),
-                    ambient=c.ambient.strip(), entities=tuple(e for e in c.entities if e), scope=scope,
+                    ambient=ambient_form(c.bank, c.focal.strip(), entities, about), entities=entities, scope=scope,
                     source_step=step, source=c.source, last_seen=step, about=about)
         self._items[item.id] = item
         return item

@@ -40,7 +40,7 @@ class Item:
         bank: its functional role (the writer's label; the no-banks ablation pools items but keeps the label,
             so its prompts' episodic share can still be measured).
         focal: the full rendering (the item's content).
-        ambient: the compact rendering (a deterministic bank template's cue).
+        ambient: the compact rendering: the bank template's cue (``ambient.py``), whoever wrote the item.
         entities: the ALFWorld entities it mentions (``apple 1``).
         scope: where it applies: ``task`` (the whole task) or a situation ``at=<location>|holding=<object>``
             (a failed action's "do not repeat" applies where it failed).
