@@ -23,7 +23,8 @@ def _cmd_run(a: argparse.Namespace) -> int:
         retriever=a.retriever, max_steps=a.max_steps, task_types=tuple(a.task_types or ()),
         teacher_forcing=not a.no_teacher_forcing, decode=a.decode, dtype=a.dtype,
         teacher_forcing_tasks=a.teacher_forcing_tasks, budget=a.budget, ablation=a.ablation,
-        backend=a.backend, backend_args=tuple(a.backend_arg or ()),
+        backend=a.backend, backend_args=tuple(a.backend_arg or ()), interval=a.interval,
+        triggers=tuple(a.trigger or ()),
     )
     metrics = run(cfg, resume=a.resume, workers=a.workers, ray_address=a.ray_address)
     print(json.dumps({k: metrics[k] for k in _SUMMARY} | {"teacher_forced": metrics.get("teacher_forced")}))
@@ -189,11 +190,16 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--tasks", default="0:20", help="slice of the split's sorted tasks: 0:20, 10:, all")
     r.add_argument("--task-types", nargs="*", help="pick look clean heat cool pick_two")
     r.add_argument("--memory", default="traj",
-                   help="none | icl | traj | arbiter | flat-recency | flat-retrieval")
+                   help="none | icl | traj | arbiter | flat-recency | flat-retrieval | proactive | proactive-passive | "
+                   "proactive-always | proactive-advisor | proactive-retrieval")
     r.add_argument("--budget", type=int, help="memory block budget in o200k tokens (arbiter, flat-*; default 500)")
     r.add_argument("--ablation", help="a MemArbiter ablation: no-banks | no-signals | no-gate")
-    r.add_argument("--backend", help="LLM backend of the arbiter's state parser and writer (default "
-                   "offline-alfworld: the deterministic ALFWorld algorithms; openai; local)")
+    r.add_argument("--backend", help="LLM backend of a method's memory stages: the arbiter's state parser and "
+                   "writer, the proactive memory agent (default offline-alfworld: the deterministic ALFWorld "
+                   "algorithms; openai; local)")
+    r.add_argument("--interval", type=int, help="the proactive memory agent runs every K steps (default 1)")
+    r.add_argument("--trigger", action="append", metavar="EVENT",
+                   help="an extra trigger of the memory agent: failed | repeated | new-location (repeatable)")
     r.add_argument("--backend-arg", action="append", metavar="KEY=VALUE",
                    help="an argument of --backend, e.g. base_url=http://127.0.0.1:8080/v1 (repeatable)")
     r.add_argument("--model", default=DEFAULT_AGENT, help=MODEL_HELP)

@@ -32,6 +32,11 @@ class StepInstrument(Protocol):
     def after_step(self, prompt: BuiltPrompt, result: ScoreResult) -> None: ...
 
 
+def _span_len(prompt: BuiltPrompt, kind: str) -> int:
+    span = prompt.kind_span(kind)
+    return 0 if span is None else span[1] - span[0]
+
+
 @dataclass
 class EpisodeResult:
     trajectory: Trajectory
@@ -73,9 +78,10 @@ class Agent:
         """
         if block.layout == "working_memory":
             return build_working_memory_prompt(self.builder, goal, observation if history else room,
-                                               block.working_memory, block.reminder)
+                                               block.working_memory, block.reminder, block.reminder_label)
         return self.builder.build(room, goal, history, memory=block.pieces, reminder=block.reminder,
-                                  final_observation=observation if history else None)
+                                  final_observation=observation if history else None,
+                                  reminder_label=block.reminder_label)
 
     def decide(self, prompt: BuiltPrompt, admissible: list[str], instruments: list[StepInstrument] = ()) -> ScoreResult:
         hooks: list[tuple[str, Callable]] = []
@@ -122,7 +128,8 @@ class Agent:
                 "memory_tokens": prompt.memory_tokens,
                 "n_candidates": len(admissible),
                 "truncated_history": prompt.truncated_history,
-                **({"reminder": block.reminder} if block.reminder else {}),
+                **({"reminder": block.reminder, "reminder_tokens": _span_len(prompt, "reminder")}
+                   if block.reminder else {}),
                 **block.record,
             }
             thought = None

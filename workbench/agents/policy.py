@@ -33,6 +33,7 @@ class MemoryBlock:
         working_memory: the pieces of P_t (``WMPiece``) for the working-memory layout.
         record: what the run records for this step beside the decision (items, bands, signals...); it is
             merged into the step's record in ``Trajectory.meta["steps"]``.
+        reminder_label: how the reminder line is introduced ("Reminder", or "Memory bank" for passive exposure).
     """
 
     pieces: tuple = ()
@@ -42,6 +43,7 @@ class MemoryBlock:
     layout: str = "react"
     working_memory: tuple = ()
     record: dict = field(default_factory=dict)
+    reminder_label: str = "Reminder"
 
     def __post_init__(self) -> None:
         if self.layout not in ("react", "working_memory"):

@@ -61,6 +61,8 @@ class RunConfig:
         ablation: a MemArbiter ablation (no-banks, no-signals, no-gate).
         backend: the LLM backend of a method's memory stages (arbiter: offline-alfworld when not given).
         backend_args: ``KEY=VALUE`` arguments of that backend (base_url=..., model=...).
+        interval: the proactive memory agent runs at step 0 and every ``interval`` steps (1 when not given).
+        triggers: its extra event triggers (failed, repeated, new-location).
     """
 
     out: str
@@ -81,6 +83,8 @@ class RunConfig:
     ablation: str | None = None
     backend: str | None = None
     backend_args: tuple[str, ...] = ()
+    interval: int | None = None
+    triggers: tuple[str, ...] = ()
 
     @property
     def tf_tasks(self) -> str:
@@ -94,7 +98,8 @@ class RunConfig:
             raise ValueError(f"dtype '{self.dtype}': expected one of {', '.join(DTYPES)}")
         takes = policy_options(self.memory)  # a clear error for unknown policies
         for opt, value in (("budget", self.budget), ("ablation", self.ablation), ("backend", self.backend),
-                           ("backend_args", self.backend_args)):
+                           ("backend_args", self.backend_args), ("interval", self.interval),
+                           ("triggers", self.triggers)):
             if value not in (None, ()) and opt not in takes and not (opt == "backend_args" and "backend" in takes):
                 raise ValueError(f"--{opt.replace('_', '-')} does not apply to --memory {self.memory} "
                                  f"(it takes: {', '.join(takes) or 'no options'})")
@@ -102,6 +107,17 @@ class RunConfig:
             object.__setattr__(self, "budget", DEFAULT_BUDGET)
         if self.budget is not None and self.budget <= 0:
             raise ValueError(f"budget {self.budget}: expected a positive number of o200k tokens")
+        if "interval" in takes and self.interval is None:
+            object.__setattr__(self, "interval", 1)
+        if self.interval is not None and self.interval < 1:
+            raise ValueError(f"interval {self.interval}: expected at least 1")
+        object.__setattr__(self, "triggers", tuple(self.triggers))
+        if self.triggers:
+            from workbench.methods.proactive import EVENTS
+
+            bad = [t for t in self.triggers if t not in EVENTS]
+            if bad:
+                raise ValueError(f"trigger '{bad[0]}': expected one of {', '.join(EVENTS)}")
         if "backend" in takes and self.backend is None:
             object.__setattr__(self, "backend", "offline-alfworld")
         if self.ablation is not None:
@@ -116,13 +132,16 @@ class RunConfig:
 
     def policy_key(self) -> tuple:
         """What a policy built for this run depends on (a worker reuses one policy per key)."""
-        return (self.memory, self.retriever, self.budget, self.ablation, self.backend, self.backend_args)
+        return (self.memory, self.retriever, self.budget, self.ablation, self.backend, self.backend_args,
+                self.interval, self.triggers)
 
     @property
     def method(self) -> str:
         """The memory condition as tables name it: ``arbiter/no-gate@500``, ``flat-recency@750``, ``traj``."""
         name = self.memory + (f"/{self.ablation}" if self.ablation else "")
-        return name + (f"@{self.budget}" if self.budget is not None else "")
+        name += f"@{self.budget}" if self.budget is not None else ""
+        name += f"/k={self.interval}" if self.interval not in (None, 1) else ""
+        return name + (f"+{'+'.join(self.triggers)}" if self.triggers else "")
 
     def identity(self) -> dict:
         """The fields that must match for ``--resume`` to continue a run."""
@@ -130,6 +149,7 @@ class RunConfig:
         d.pop("out")
         d["task_types"] = list(d["task_types"])
         d["backend_args"] = list(d["backend_args"])
+        d["triggers"] = list(d["triggers"])
         return d
 
 
@@ -211,9 +231,10 @@ def batch_metrics(trajs: list[Trajectory]) -> dict:
 
 
 def build_policy(name: str, retriever: str = "minilm", *, budget: int | None = None, ablation: str | None = None,
-                 backend: str | None = None, backend_args: tuple[str, ...] = ()):
+                 backend: str | None = None, backend_args: tuple[str, ...] = (), interval: int | None = None,
+                 triggers: tuple[str, ...] = ()):
     """A memory policy: none/icl/traj over the default memory base (valid_train planner trajectories), or a
-    method's policy (arbiter, flat-recency, flat-retrieval) with its options."""
+    method's policy (arbiter, flat-recency, flat-retrieval, proactive...) with its options."""
     from workbench.agents.policy import FixedICL, NoMemory, RetrievedTrajectory, get_policy, policy_options
     from workbench.eval.memory_base import default_memory_base
     from workbench.memory.retrieval import get_retriever
@@ -230,6 +251,10 @@ def build_policy(name: str, retriever: str = "minilm", *, budget: int | None = N
         options["budget"] = budget
     if "ablation" in takes:
         options["ablation"] = ablation
+    if "interval" in takes:
+        options["interval"] = interval
+    if "triggers" in takes:
+        options["triggers"] = tuple(triggers)
     if "backend" in takes:
         from workbench.llm.registry import get_backend
 
@@ -241,7 +266,7 @@ def build_policy(name: str, retriever: str = "minilm", *, budget: int | None = N
 def policy_for(cfg: "RunConfig"):
     """The memory policy of run ``cfg``."""
     return build_policy(cfg.memory, cfg.retriever, budget=cfg.budget, ablation=cfg.ablation, backend=cfg.backend,
-                        backend_args=cfg.backend_args)
+                        backend_args=cfg.backend_args, interval=cfg.interval, triggers=cfg.triggers)
 
 
 def run(cfg: RunConfig, resume: bool = False, progress: bool = True, lm=None, workers: int | None = None,

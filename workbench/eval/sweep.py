@@ -65,7 +65,7 @@ class Grid:
 def _check_value(where: str, key: str, value: Any) -> Any:
     """One configuration value, type-checked against the RunConfig field it sets."""
     kind = {"max_steps": int, "seed": int, "teacher_forcing": bool, "task_types": list, "budget": int,
-            "backend_args": list}.get(key, str)
+            "backend_args": list, "interval": int, "triggers": list}.get(key, str)
     if key == "tasks" and isinstance(value, int) and not isinstance(value, bool):
         value = str(value)
     if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
@@ -76,7 +76,7 @@ def _check_value(where: str, key: str, value: Any) -> Any:
         if isinstance(value, str):
             value = [value]
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            what = "task types" if key == "task_types" else "KEY=VALUE strings"
+            what = {"task_types": "task types", "triggers": "trigger events"}.get(key, "KEY=VALUE strings")
             raise GridError(f"{where}: key '{key}': expected a list of {what}, got {value!r}")
         return tuple(value)
     if kind is str and not isinstance(value, str):

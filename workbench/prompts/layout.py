@@ -164,6 +164,7 @@ class PromptBuilder:
         memory: Sequence[MemoryPiece] | None = None,
         reminder: str | None = None,
         final_observation: str | None = None,
+        reminder_label: str = "Reminder",
     ) -> BuiltPrompt:
         """Build the prompt for the next decision.
 
@@ -174,6 +175,7 @@ class PromptBuilder:
                 which is ``history[k+1].observation`` or ``final_observation`` for the last step.
             memory: memory pieces (kind, segment, text) from :func:`workbench.memory.render.render_pieces`.
             reminder: an optional reminder block placed after the history (proactive memory agent).
+            reminder_label: the word that introduces it (``Reminder: ...``).
         """
         obs_after = [h.observation for h in history[1:]] + [final_observation or ""]
         steps = [(h.action, o) for h, o in zip(history, obs_after)]
@@ -181,7 +183,7 @@ class PromptBuilder:
         n_seg = 1 + max((p[1] for p in memory if p[1] is not None), default=-1)
         drop_hist, drop_mem = 0, 0
         while True:
-            built = self._assemble(room, goal, steps, drop_hist, memory, drop_mem, n_seg, reminder)
+            built = self._assemble(room, goal, steps, drop_hist, memory, drop_mem, n_seg, reminder, reminder_label)
             if built.n_tokens <= self.max_tokens:
                 return built
             if drop_hist < len(steps):
@@ -194,7 +196,8 @@ class PromptBuilder:
                     "(context minus the candidates' reserve): use a model with a longer context"
                 )
 
-    def _assemble(self, room, goal, steps, drop_hist, memory, drop_mem, n_seg, reminder) -> BuiltPrompt:
+    def _assemble(self, room, goal, steps, drop_hist, memory, drop_mem, n_seg, reminder,
+                  reminder_label: str = "Reminder") -> BuiltPrompt:
         pieces: list[tuple[str, int | None, str | tuple[int, ...]]] = [("header", None, self._header)]
         kept_seg = n_seg - drop_mem
         if memory and kept_seg > 0:
@@ -214,7 +217,7 @@ class PromptBuilder:
             if obs:
                 pieces.append(("history_observation", k, f"{obs}\n"))
         if reminder:
-            pieces.append(("reminder", None, f"Reminder: {reminder}\n"))
+            pieces.append(("reminder", None, f"{reminder_label}: {reminder}\n"))
         prefix: list[int] = []
         spans: list[PieceSpan] = []
         for kind, seg, text in pieces:

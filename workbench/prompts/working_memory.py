@@ -64,7 +64,8 @@ class WMPiece:
 
 
 def build_working_memory_prompt(builder: PromptBuilder, goal: str, observation: str,
-                                block: Sequence[WMPiece] = (), reminder: str | None = None) -> BuiltPrompt:
+                                block: Sequence[WMPiece] = (), reminder: str | None = None,
+                                reminder_label: str = "Reminder") -> BuiltPrompt:
     """The working-memory action prompt (see the module docstring) with one span per piece.
 
     Args:
@@ -84,7 +85,7 @@ def build_working_memory_prompt(builder: PromptBuilder, goal: str, observation: 
         pieces.append((p.kind, p, p.text))
     pieces.append(("current_observation", None, f"Current observation: {observation}\n"))
     if reminder:
-        pieces.append(("reminder", None, f"Reminder: {reminder}\n"))
+        pieces.append(("reminder", None, f"{reminder_label}: {reminder}\n"))
     prefix: list[int] = []
     spans: list[PieceSpan] = []
     for kind, p, text in pieces:
