@@ -164,7 +164,7 @@ def task_transitions(without: Iterable[Trajectory], with_memory: Iterable[Trajec
 def _parse(action: str):
     # ALFWorld's action grammar lives with the offline LLM backends; imported here, not at module level, so
     # the attention layer does not load the LLM package unless supervision is built.
-    from workbench.llm.offline.alfworld import parse_action
+    from workbench.envs.alfworld_text import parse_action
 
     return parse_action(action)
 

@@ -1,6 +1,6 @@
 """Offline MemArbiter state parser and candidate writer for ALFWorld.
 
-State parser: replay the steps (:func:`.alfworld.track`), expand the goal into its subgoal chain
+State parser: replay the steps (:func:`workbench.envs.alfworld_text.track`), expand the goal into its subgoal chain
 (find -> take -> [clean/heat/cool with the tool] -> put, twice for pick-two; find -> take -> find lamp ->
 use lamp for look-at) and mark each subgoal done from the replayed state; the current subgoal is the first
 one not done. Information needs are the goal entities not yet located.
@@ -17,7 +17,7 @@ import re
 
 from ..inputs import StateParserInput, WriterInput
 from ..schemas import CandidateItem, CandidateWrites, ParsedState
-from .alfworld import GoalSpec, entity_type, is_failure, pairs_from_steps, parse_action, parse_goal, sightings, track
+from workbench.envs.alfworld_text import GoalSpec, entity_type, is_failure, pairs_from_steps, parse_action, parse_goal, sightings, track
 
 __all__ = ["parse_state", "write_candidates", "subgoals"]
 
@@ -56,7 +56,7 @@ def parse_state(inp: StateParserInput) -> ParsedState:
     # A put counts only if it satisfies the goal: right receptacle, and transformed first when required
     # (a dirty apple in the fridge is just an apple somewhere, still to be taken and cleaned).
     valid = {obj for obj, rec in st.placed if entity_type(obj) == o and entity_type(rec) == spec.recep
-             and (not spec.transform or obj in st.transformed)}
+             and (not spec.transform or st.transforms.get(obj) == spec.transform)}
     placed = len(valid)
     seen_o = sorted(x for x in st.seen if entity_type(x) == o and x not in valid)
     done: list[bool] = []
@@ -67,7 +67,7 @@ def parse_state(inp: StateParserInput) -> ParsedState:
         for r in range(spec.count):
             put_r = placed > r
             active = placed == r  # the round in progress
-            transformed = held and st.holding in st.transformed
+            transformed = held and st.transforms.get(st.holding) == spec.transform
             round_done = [put_r or (active and (held or bool(seen_o))), put_r or (active and held)]
             if spec.transform:
                 round_done.append(put_r or (active and transformed))

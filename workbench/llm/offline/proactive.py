@@ -23,7 +23,7 @@ from workbench.memory.trajectory import Step
 from ..inputs import BankView, ProactiveInput, StateParserInput
 from ..protocol import ToolCall
 from ..schemas import Intervention
-from .alfworld import (
+from workbench.envs.alfworld_text import (
     INTERACTION,
     entity_type,
     is_failure,

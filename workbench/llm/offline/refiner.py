@@ -27,7 +27,7 @@ from workbench.memory.trajectory import Segment
 from ..edits import segment_text
 from ..inputs import FailureRefinerInput, SuccessRefinerInput
 from ..schemas import Refinement, SegmentEdit
-from .alfworld import parse_action
+from workbench.envs.alfworld_text import parse_action
 
 __all__ = ["diagnose", "refine_failure", "weakly_utilized", "refine_success", "ATTENDED", "COMPARABLE"]
 

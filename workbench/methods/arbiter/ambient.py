@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from workbench.llm.offline.alfworld import entity_type, sightings
+from workbench.envs.alfworld_text import entity_type, sightings
 
 __all__ = ["ambient_form", "compress"]
 

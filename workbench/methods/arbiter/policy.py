@@ -33,7 +33,7 @@ from workbench.agents.policy import MemoryBlock
 from workbench.envs.base import Task
 from workbench.llm.errors import LLMOutputError
 from workbench.llm.inputs import StateParserInput, WriterInput
-from workbench.llm.offline.alfworld import is_failure, normalize
+from workbench.envs.alfworld_text import is_failure, normalize
 from workbench.llm.schemas import ParsedState
 from workbench.llm.stages import run_stage
 from workbench.memory.trajectory import Step

@@ -42,7 +42,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from workbench.llm.offline.alfworld import entity_type, is_failure, normalize
+from workbench.envs.alfworld_text import entity_type, is_failure, normalize
 from workbench.llm.schemas import ParsedState
 from workbench.memory.retrieval import bm25_tokens
 

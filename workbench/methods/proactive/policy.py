@@ -29,7 +29,7 @@ from workbench.agents.policy import MemoryBlock
 from workbench.envs.base import Task
 from workbench.llm.errors import LLMOutputError
 from workbench.llm.inputs import BankView, ProactiveInput
-from workbench.llm.offline.alfworld import is_failure, normalize, parse_action
+from workbench.envs.alfworld_text import is_failure, normalize, parse_action
 from workbench.llm.stages import run_stage
 from workbench.memory.tokens import count_o200k
 from workbench.memory.trajectory import Step

@@ -157,6 +157,7 @@ class AlfState:
     location: str | None = None
     holding: str | None = None
     transformed: set[str] = field(default_factory=set)  # objects cleaned/heated/cooled
+    transforms: dict[str, str] = field(default_factory=dict)  # object -> its last transformation (clean/heat/cool)
     placed: list[tuple[str, str]] = field(default_factory=list)  # (object, receptacle) puts
     lamp_on: bool = False
     seen: dict[str, str] = field(default_factory=dict)  # object -> receptacle where last seen
@@ -191,6 +192,7 @@ def track(steps: Iterable[tuple[str, str]], final_observation: str = "", state: 
             st.holding = None
         elif a.template in ("clean X with Y", "heat X with Y", "cool X with Y") and a.x:
             st.transformed.add(a.x)
+            st.transforms[a.x] = a.template.split()[0]  # a heated apple is not a cooled one
         elif a.template == "use X" and entity_type(a.x) in ("desklamp", "floorlamp"):
             st.lamp_on = True
     return st
