@@ -7,12 +7,14 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from statistics import mean
 
+from workbench.eval.behaviour import common_failure_rates, episodic_share, max_memory_o200k, recurrence_rates
+from workbench.eval.interventions import intervention_metrics
 from workbench.memory.task_info import parse_game_ref
 from workbench.memory.trajectory import Trajectory
 
 __all__ = ["SR_KS", "action_patterns", "memory_following", "success_rate_at", "episode_metrics", "by_task_type"]
 
-SR_KS = (5, 10, 15, 20, 30, 40, 50)
+SR_KS = tuple(range(5, 55, 5))  # every 5 steps, as MemArbiter's Figure 3
 
 
 def success_rate_at(trajs: list[Trajectory], k: int) -> float:
@@ -85,7 +87,9 @@ def episode_metrics(trajs: list[Trajectory]) -> dict:
     Returns:
         ``n_episodes``, ``success_rate``, ``avg_steps`` (all episodes), ``avg_steps_success``,
         ``memory_tokens`` (mean memory-block tokens per step, model tokenizer), ``prompt_tokens`` (mean per
-        step), ``sr_at_k`` ({k: SR@k}), ``action_patterns`` (``action_patterns``).
+        step), ``sr_at_k`` ({k: SR@k}, every 5 steps), ``action_patterns`` (``action_patterns``), ``behaviour``
+        (recovery, repetition, recurrence: ``workbench.eval.behaviour``), and where the run has the records
+        ``max_memory_o200k`` and ``episodic_share`` (working-memory runs), ``interventions`` (proactive runs).
     """
     n = len(trajs)
     succ = [t for t in trajs if t.success]
@@ -98,7 +102,22 @@ def episode_metrics(trajs: list[Trajectory]) -> dict:
         "prompt_tokens": _step_mean(trajs, "prompt_tokens"),
         "sr_at_k": {str(k): success_rate_at(trajs, k) for k in SR_KS},
         "action_patterns": action_patterns(trajs),
+        "behaviour": recurrence_rates(trajs) | _own_failure_rates(trajs),
+        **_optional("max_memory_o200k", max_memory_o200k(trajs)),
+        **_optional("episodic_share", episodic_share(trajs)),
+        **_optional("interventions", intervention_metrics(trajs)),
     }
+
+
+def _optional(key: str, value) -> dict:
+    return {} if value is None else {key: value}
+
+
+def _own_failure_rates(trajs: list[Trajectory]) -> dict:
+    """One-step recovery / failed-action repetition over this run's own failing tasks (a table compares runs
+    on their common-failure tasks instead: ``behaviour.common_failure_rates``)."""
+    rates = common_failure_rates({"run": trajs})
+    return {"failing_tasks": len(rates["tasks"]), **rates["run"]}
 
 
 def by_task_type(trajs: list[Trajectory]) -> dict[str, dict]:

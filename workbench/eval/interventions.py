@@ -1,0 +1,38 @@
+"""What the proactive memory agent did in a run (from each step's ``proactive`` record).
+
+    interventions_per_episode   reminders shown to the action agent, per episode
+    silence_rate                triggered steps on which the memory agent explicitly stayed silent / triggered steps
+    reminder_o200k              mean o200k tokens of a reminder; reminder_tokens: mean in the action model's tokens
+    memory_calls_per_episode    requests to the memory agent's backend, per episode
+    latency_ms_per_call         mean wall time of one such request (the only timing in a run's records)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from statistics import mean
+
+from workbench.memory.trajectory import Trajectory
+
+__all__ = ["intervention_metrics"]
+
+
+def intervention_metrics(trajs: Sequence[Trajectory]) -> dict | None:
+    """The metrics of the module docstring, or None for a run without proactive records."""
+    recs = [[s["proactive"] for s in t.meta.get("steps", []) if "proactive" in s] for t in trajs]
+    if not any(recs):
+        return None
+    steps = [s for t in trajs for s in t.meta.get("steps", []) if "proactive" in s]
+    flat = [r for rs in recs for r in rs]
+    triggered = [r for r in flat if r.get("trigger")]
+    reminders = [r for r in flat if r.get("reminder")]
+    calls = sum(r.get("n_calls", 0) for r in flat)
+    return {
+        "interventions_per_episode": len(reminders) / len(trajs),
+        "silence_rate": (sum(bool(r.get("silent")) for r in triggered) / len(triggered)) if triggered else None,
+        "reminder_o200k": mean(r.get("reminder_o200k", 0) for r in reminders) if reminders else 0.0,
+        "reminder_tokens": mean(s.get("reminder_tokens", 0) for s in steps if s.get("reminder")) if reminders else 0.0,
+        "memory_calls_per_episode": calls / len(trajs),
+        "latency_ms_per_call": (sum(r.get("latency_ms", 0.0) for r in flat) / calls) if calls else None,
+        "errors_per_episode": sum(len(r.get("errors", [])) for r in flat) / len(trajs),
+    }
