@@ -24,7 +24,7 @@ def _cmd_run(a: argparse.Namespace) -> int:
         teacher_forcing=not a.no_teacher_forcing, decode=a.decode, dtype=a.dtype,
         teacher_forcing_tasks=a.teacher_forcing_tasks, budget=a.budget, ablation=a.ablation,
         backend=a.backend, backend_args=tuple(a.backend_arg or ()), interval=a.interval,
-        triggers=tuple(a.trigger or ()),
+        triggers=tuple(a.trigger or ()), record_admissible=a.record_admissible,
     )
     metrics = run(cfg, resume=a.resume, workers=a.workers, ray_address=a.ray_address)
     print(json.dumps({k: metrics[k] for k in _SUMMARY} | {"teacher_forced": metrics.get("teacher_forced")}))
@@ -197,6 +197,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--backend", help="LLM backend of a method's memory stages: the arbiter's state parser and "
                    "writer, the proactive memory agent (default offline-alfworld: the deterministic ALFWorld "
                    "algorithms; openai; local)")
+    r.add_argument("--record-admissible", action="store_true",
+                   help="keep each step's admissible commands in the records (on-policy training data)")
     r.add_argument("--interval", type=int, help="the proactive memory agent runs every K steps (default 1)")
     r.add_argument("--trigger", action="append", metavar="EVENT",
                    help="an extra trigger of the memory agent: failed | repeated | new-location (repeatable)")

@@ -19,7 +19,7 @@ from workbench.models.scoring import ActionScorer, ForwardLayout, ScoreResult
 from workbench.prompts.layout import BuiltPrompt, PromptBuilder
 from workbench.prompts.working_memory import build_working_memory_prompt
 
-__all__ = ["StepInstrument", "Agent", "EpisodeResult"]
+__all__ = ["StepInstrument", "Agent", "EpisodeResult", "build_prompt"]
 
 
 class StepInstrument(Protocol):
@@ -30,6 +30,21 @@ class StepInstrument(Protocol):
     def on_layout(self, layout: ForwardLayout) -> None: ...
 
     def after_step(self, prompt: BuiltPrompt, result: ScoreResult) -> None: ...
+
+
+def build_prompt(builder: PromptBuilder, block: MemoryBlock, room: str, goal: str, history: list[Step],
+                 observation: str) -> BuiltPrompt:
+    """The action prompt for ``block``'s layout at the state after ``history`` (the loop, teacher forcing and the
+    training data all build prompts here, so a layout is the same everywhere by construction).
+
+    ``observation`` is what the agent sees now (ignored at step 0, where it is the room description): the ReAct
+    layout prints it after the last action, the working-memory layout as the current observation.
+    """
+    if block.layout == "working_memory":
+        return build_working_memory_prompt(builder, goal, observation if history else room,
+                                           block.working_memory, block.reminder, block.reminder_label)
+    return builder.build(room, goal, history, memory=block.pieces, reminder=block.reminder,
+                         final_observation=observation if history else None, reminder_label=block.reminder_label)
 
 
 def _span_len(prompt: BuiltPrompt, kind: str) -> int:
@@ -54,12 +69,15 @@ class Agent:
         keep_prompts: keep every step's BuiltPrompt in the result (the instruments need spans).
         decode: ``score`` (likelihood over admissible commands) or ``generate`` (write ``Thought:/Action:``
             and parse it; for larger models).
+        record_admissible: keep each step's admissible commands in its record (on-policy data needs them to
+            label the state and to draw negatives).
     """
 
     scorer: ActionScorer
     builder: PromptBuilder
     keep_prompts: bool = False
     decode: str = "score"
+    record_admissible: bool = False
 
     def __post_init__(self) -> None:
         if self.decode not in ("score", "generate"):
@@ -71,17 +89,8 @@ class Agent:
 
     def build_prompt(self, block: MemoryBlock, room: str, goal: str, history: list[Step],
                      observation: str) -> BuiltPrompt:
-        """The action prompt for ``block``'s layout at the state after ``history``.
-
-        ``observation`` is what the agent sees now (ignored at step 0, where it is the room description):
-        the ReAct layout prints it after the last action, the working-memory layout as the current observation.
-        """
-        if block.layout == "working_memory":
-            return build_working_memory_prompt(self.builder, goal, observation if history else room,
-                                               block.working_memory, block.reminder, block.reminder_label)
-        return self.builder.build(room, goal, history, memory=block.pieces, reminder=block.reminder,
-                                  final_observation=observation if history else None,
-                                  reminder_label=block.reminder_label)
+        """The action prompt for ``block``'s layout at the state after ``history`` (see :func:`build_prompt`)."""
+        return build_prompt(self.builder, block, room, goal, history, observation)
 
     def decide(self, prompt: BuiltPrompt, admissible: list[str], instruments: list[StepInstrument] = ()) -> ScoreResult:
         hooks: list[tuple[str, Callable]] = []
@@ -128,6 +137,7 @@ class Agent:
                 "memory_tokens": prompt.memory_tokens,
                 "n_candidates": len(admissible),
                 "truncated_history": prompt.truncated_history,
+                **({"admissible": admissible} if self.record_admissible else {}),
                 **({"reminder": block.reminder, "reminder_tokens": _span_len(prompt, "reminder")}
                    if block.reminder else {}),
                 **block.record,

@@ -91,11 +91,12 @@ class Worker:
         return self._models[key]
 
     def _agent(self, cfg):
-        key = (cfg.model, cfg.dtype, cfg.decode)
+        key = (cfg.model, cfg.dtype, cfg.decode, cfg.record_admissible)
         if key not in self._agents:
             from workbench.agents.loop import Agent
 
-            self._agents[key] = Agent.from_model(self.model(cfg.model, cfg.dtype), decode=cfg.decode)
+            self._agents[key] = Agent.from_model(self.model(cfg.model, cfg.dtype), decode=cfg.decode,
+                                                 record_admissible=cfg.record_admissible)
         return self._agents[key]
 
     def _policy(self, cfg):
@@ -132,7 +133,7 @@ class Worker:
         elif job.kind == TEACHER_FORCING:
             from workbench.eval.runner import expert_for, teacher_forced_part
 
-            agent = self._agent(replace(cfg, decode="score"))  # teacher forcing scores the admissible commands
+            agent = self._agent(replace(cfg, decode="score", record_admissible=False))  # scores the admissible
             out["teacher_forced"] = teacher_forced_part(agent, expert_for(cfg.split, job.task.task_id), job.task,
                                                         self._policy(cfg))
         else:

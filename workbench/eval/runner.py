@@ -63,6 +63,7 @@ class RunConfig:
         backend_args: ``KEY=VALUE`` arguments of that backend (base_url=..., model=...).
         interval: the proactive memory agent runs at step 0 and every ``interval`` steps (1 when not given).
         triggers: its extra event triggers (failed, repeated, new-location).
+        record_admissible: keep every step's admissible commands in the episode records (on-policy data).
     """
 
     out: str
@@ -85,6 +86,7 @@ class RunConfig:
     backend_args: tuple[str, ...] = ()
     interval: int | None = None
     triggers: tuple[str, ...] = ()
+    record_admissible: bool = False
 
     @property
     def tf_tasks(self) -> str:

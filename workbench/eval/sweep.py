@@ -64,7 +64,7 @@ class Grid:
 
 def _check_value(where: str, key: str, value: Any) -> Any:
     """One configuration value, type-checked against the RunConfig field it sets."""
-    kind = {"max_steps": int, "seed": int, "teacher_forcing": bool, "task_types": list, "budget": int,
+    kind = {"max_steps": int, "seed": int, "teacher_forcing": bool, "record_admissible": bool, "task_types": list, "budget": int,
             "backend_args": list, "interval": int, "triggers": list}.get(key, str)
     if key == "tasks" and isinstance(value, int) and not isinstance(value, bool):
         value = str(value)

@@ -35,6 +35,7 @@ from workbench.prompts.layout import PromptBuilder
 
 __all__ = [
     "StepTarget", "PackedExample", "PackedBatch", "MemorySampler", "encode_target", "build_examples",
+    "build_policy_examples", "admissible_at",
     "pack", "unpacked_step", "imitated", "sample_negatives", "training_trajectories", "handcoded_report", "epoch_order", "HANDCODED_FILE",
 ]
 
@@ -151,12 +152,23 @@ class MemorySampler:
         return rng.choice(hits)[0] if hits else None
 
 
-def sample_negatives(traj: Trajectory, k: int, n: int, seed: object = 0) -> list[str]:
-    """Up to ``n`` admissible commands of step ``k`` other than the expert's (uniform, seeded per step)."""
-    adm = traj.meta.get("admissible") or []
-    if n <= 0 or k >= len(adm):
+def admissible_at(traj: Trajectory, k: int) -> list[str]:
+    """The commands admissible at step ``k``: an expert replay's ``meta["admissible"]``, or an on-policy
+    rollout's per-step records (``workbench run --record-admissible``)."""
+    adm = traj.meta.get("admissible")
+    if adm is not None:
+        return list(adm[k]) if k < len(adm) else []
+    steps = traj.meta.get("steps") or []
+    return list(steps[k].get("admissible", [])) if k < len(steps) else []
+
+
+def sample_negatives(traj: Trajectory, k: int, n: int, seed: object = 0, target: str | None = None) -> list[str]:
+    """Up to ``n`` admissible commands of step ``k`` other than the target (the expert's action by default;
+    uniform, seeded per step)."""
+    adm = admissible_at(traj, k)
+    if n <= 0 or not adm:
         return []
-    pool = sorted(set(adm[k]) - {traj.steps[k].action})
+    pool = sorted(set(adm) - {target or traj.steps[k].action})
     rng = random.Random(_stable_seed(seed, traj.task_id, traj.source, k))
     return rng.sample(pool, min(n, len(pool)))
 
@@ -205,6 +217,62 @@ def build_examples(
             cur_steps = []
         cur_prefix = built.prefix
         cur_steps.append(target)
+    flush()
+    return out
+
+
+def build_policy_examples(
+    traj: Trajectory,
+    builder: PromptBuilder,
+    policy: Any,
+    targets: Sequence[str | None] | None = None,
+    max_pack_tokens: int = 4096,
+    negatives: int = 0,
+    seed: object = 0,
+    memory_id: str | None = None,
+) -> list[PackedExample]:
+    """Like :func:`build_examples`, for any memory policy: the policy is replayed along ``traj`` (as teacher
+    forcing does) and each step's prompt is built by :func:`workbench.agents.loop.build_prompt`.
+
+    Args:
+        targets: the action to train at each step (an on-policy state's expert label; None: not trained);
+            by default the trajectory's own (expert) actions.
+
+    Steps whose prompts extend the previous step's prefix (ReAct-style layouts) share one packed example; a
+    working-memory layout or a reminder starts a new one at each step.
+    """
+    from workbench.agents.loop import build_prompt
+    from workbench.training.layouts import task_of
+
+    tok = builder.tokenizer
+    out: list[PackedExample] = []
+    cur_prefix: tuple[int, ...] = ()
+    cur_steps: list[StepTarget] = []
+    suffix: tuple[int, ...] = ()
+
+    def flush() -> None:
+        if cur_steps:
+            out.append(PackedExample(traj.task_id, cur_prefix, suffix, tuple(cur_steps), memory_id, traj.source))
+
+    policy.begin(task_of(traj), traj.goal, traj.initial_observation)
+    final = traj.meta.get("final_observation", "")
+    for k, step in enumerate(traj.steps):
+        block = policy.memory(k, list(traj.steps[:k]))
+        action = (targets[k] if targets is not None else (step.action if imitated(step.action) else None))
+        if action is not None:
+            built = build_prompt(builder, block, traj.initial_observation, traj.goal, list(traj.steps[:k]),
+                                 step.observation)
+            suffix = built.suffix
+            negs = tuple(encode_target(tok, a) for a in sample_negatives(traj, k, negatives, seed, target=action))
+            target = StepTarget(len(built.prefix), encode_target(tok, action), action, negs)
+            extends = built.prefix[: len(cur_prefix)] == cur_prefix and len(built.prefix) >= len(cur_prefix)
+            branch = sum(_branch_len(suffix, s) for s in cur_steps + [target])
+            if cur_steps and (not extends or len(built.prefix) + branch > max_pack_tokens):
+                flush()
+                cur_steps = []
+            cur_prefix = built.prefix
+            cur_steps.append(target)
+        policy.observe(step, traj.steps[k + 1].observation if k + 1 < traj.n_steps else final)
     flush()
     return out
 

@@ -1,0 +1,110 @@
+"""Training sequences under every evaluated layout: uniform draw, the prompts of the evaluation by construction,
+and DAgger's labelled on-policy states."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from workbench.eval.memory_base import expert_trajectories_for
+from workbench.memory.trajectory import Step
+from workbench.prompts.layout import PromptBuilder
+from workbench.training.dagger import label_report, label_trajectory, rollout_grid
+from workbench.training.data import build_examples, build_policy_examples, unpacked_step
+from workbench.training.layouts import LAYOUTS, Layout, LayoutSampler, layout_counts, layout_policy
+
+
+@pytest.fixture(scope="module")
+def builder(smol_tokenizer):
+    return PromptBuilder(smol_tokenizer, 8192)
+
+
+@pytest.fixture(scope="module")
+def expert():
+    return next(e for e in expert_trajectories_for("valid_train") if e.task_type == "clean")
+
+
+def test_the_draw_is_uniform_over_layouts_and_budgets_and_stable():
+    trajs = [e.model_copy(update={"task_id": f"valid_train/x/{i}"}) for i, e in
+             enumerate(expert_trajectories_for("valid_train")[:1] * 2800)]
+    sampler = LayoutSampler(seed=3)
+    chosen = [sampler(t, epoch=0) for t in trajs]
+    counts = layout_counts(chosen)
+    assert set(counts["by_layout"]) == {l.family for l in LAYOUTS} and len(LAYOUTS) == 14
+    assert max(counts["by_layout"].values()) / min(counts["by_layout"].values()) < 1.35
+    assert set(counts["by_budget"]) == {"500", "750"}
+    assert [sampler(t, 0) for t in trajs[:20]] == chosen[:20]  # a pure function: resumes see the same data
+
+
+def test_react_layout_is_the_v1_training_prompt(builder, expert):
+    old = build_examples(expert, builder)
+    new = build_policy_examples(expert, builder, layout_policy(Layout("none")))
+    assert [(e.prefix, e.steps) for e in old] == [(e.prefix, e.steps) for e in new]
+
+
+@pytest.mark.parametrize("layout", [l if not l.budgeted else Layout(l.memory, l.ablation, True, 500) for l in LAYOUTS],
+                         ids=lambda l: l.name)
+def test_every_layout_builds_the_prompt_the_loop_builds(builder, expert, layout):
+    from workbench.agents.loop import build_prompt
+    from workbench.training.layouts import task_of
+
+    examples = build_policy_examples(expert, builder, layout_policy(layout))
+    steps = [(ex, i) for ex in examples for i in range(len(ex.steps))]
+    assert len(steps) == sum(1 for s in expert.steps if s.action not in ("look", "inventory"))
+    # replay the same policy like teacher forcing does and compare every step's prompt, token for token
+    policy = layout_policy(layout)
+    policy.begin(task_of(expert), expert.goal, expert.initial_observation)
+    prompts = []
+    for k, st in enumerate(expert.steps):
+        block = policy.memory(k, list(expert.steps[:k]))
+        prompts.append(build_prompt(builder, block, expert.initial_observation, expert.goal, list(expert.steps[:k]),
+                                    st.observation).tokens)
+        policy.observe(st, expert.steps[k + 1].observation if k + 1 < expert.n_steps else
+                       expert.meta.get("final_observation", ""))
+    for (ex, i), prompt in zip(steps, prompts):
+        toks, _ = unpacked_step(ex, i)
+        assert toks[: len(prompt)] == prompt
+    text = builder.tokenizer.decode(steps[-1][0].prefix)
+    if layout.budgeted:
+        assert "Working memory:" in text and "Current observation:" in text  # P_t in place of the history
+    else:
+        assert "Working memory:" not in text
+
+
+def test_labels_become_targets_and_unlabelled_states_stay_history(builder, expert):
+    labels = [None if k % 2 else a for k, a in enumerate(expert.actions())]
+    ex = build_policy_examples(expert, builder, layout_policy(Layout("none")), targets=labels)
+    assert [s.action for e in ex for s in e.steps] == [a for a in labels if a is not None]
+
+
+def test_dagger_labels_an_off_plan_state_with_the_experts_action(expert):
+    plan = expert.actions()
+    adm = expert.meta["admissible"]
+    wrong = next(a for a in adm[1] if a.startswith("go to ") and a != plan[1])
+    # the agent goes somewhere else at step 1, then the expert's state-1 commands are admissible again
+    steps = [expert.steps[0], Step(observation=expert.steps[1].observation, action=wrong),
+             Step(observation="You arrive somewhere.", action=plan[0])]
+    meta = {"steps": [{"admissible": adm[0]}, {"admissible": adm[1]}, {"admissible": adm[0]}],
+            "final_observation": expert.steps[1].observation}
+    traj = expert.model_copy(update={"steps": tuple(steps), "meta": meta, "source": "agent:v1"})
+    labels = label_trajectory(traj, plan)
+    assert labels[0] == plan[0] and labels[1] == plan[1]
+    assert labels[2] == plan[0]  # away from the object: go back to it
+    rep = label_report([traj.model_copy(update={"meta": {**meta, "labels": labels}})])
+    assert rep["states"] == 3 and rep["agent_differs"] == pytest.approx(1 / 3) and rep["no_answer"] == 0
+
+
+def test_rollout_grid_is_a_valid_sweep(tmp_path):
+    from workbench.eval.sweep import load_grid
+
+    path = rollout_grid(tmp_path / "it0.yaml", str(tmp_path / "runs"), "smollm2-135m-alfworld", 0, 200)
+    grid = load_grid(path)
+    assert len(grid.configs) == 14 and all(c.record_admissible and c.split == "valid_train" for c in grid.configs)
+    covered = Counter()
+    from workbench.eval.runner import parse_task_slice
+
+    for c in grid.configs:
+        covered.update(parse_task_slice(c.tasks, 200))
+    assert sorted(covered) == list(range(200)) and set(covered.values()) == {1}  # every game once
+    assert {c.budget for c in grid.configs if c.budget} == {500, 750}

@@ -1,0 +1,110 @@
+"""On-policy data for the memory-literate agent (DAgger, issue 14 item 2): roll the current agent out on
+valid_train games, label every state it visits with the expert for any state, keep the labelled trajectories.
+
+One iteration i:
+
+1. **Roll out**: ``rollout_grid`` writes a grid (``workbench sweep``) that plays the current model on every
+   valid_train game once, each game under one layout (``LAYOUTS``; game j gets layout j mod L, budgets
+   alternating), with ``record_admissible`` so each state keeps its commands. Resumable like any grid.
+2. **Label**: :func:`label_trajectory` replays each episode's states into the oracle
+   (:mod:`workbench.envs.oracle`) over that game's planner plan. The agent's actions stay in the history — the
+   failed ones ("Nothing happens."), the loops — and each state gets the expert's next action as its target; a
+   state where the oracle has no answer is kept in the history and not trained on.
+3. **Aggregate**: ``labelled.jsonl`` of every iteration plus the expert trajectories form the next training set.
+
+The stored record is the agent's trajectory with ``meta["labels"]`` (one action or null per step) and
+``meta["rollout"]`` (``dagger-<i>/<layout>``): the training sequence of a labelled trajectory is rendered under a
+layout drawn anew (``LayoutSampler``), not necessarily the one it was played under.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+from workbench.envs.oracle import label_state, replay_state
+from workbench.memory.trajectory import Trajectory, atomic_write_text, iter_jsonl_dicts
+
+from .data import admissible_at
+from .layouts import BUDGETS, LAYOUTS, Layout
+
+__all__ = ["label_trajectory", "label_run", "rollout_grid", "label_report"]
+
+
+def label_trajectory(traj: Trajectory, plan: Sequence[str]) -> list[str | None]:
+    """The oracle's action at each state of ``traj`` (None where it has no answer or no admissible list)."""
+    obs = [s.observation for s in traj.steps]
+    acts = traj.actions()
+    out: list[str | None] = []
+    for k in range(traj.n_steps):
+        adm = admissible_at(traj, k)
+        if not adm:
+            out.append(None)
+            continue
+        st = replay_state(acts[:k], obs[:k], obs[k] if k else "", traj.initial_observation)
+        out.append(label_state(plan, st, adm).action)
+    return out
+
+
+def label_run(run_dir: str | Path, plans: dict[str, Sequence[str]], tag: str) -> list[Trajectory]:
+    """Label every episode of a run folder (episodes of games without a planner plan are skipped)."""
+    out = []
+    for d in iter_jsonl_dicts(Path(run_dir) / "trajectories.jsonl"):
+        t = Trajectory.model_validate(d)
+        if t.task_id not in plans:
+            continue
+        labels = label_trajectory(t, plans[t.task_id])
+        out.append(t.model_copy(update={"meta": {**t.meta, "labels": labels, "rollout": tag}}))
+    return out
+
+
+def label_report(trajs: Sequence[Trajectory]) -> dict:
+    """How the labelled states look: states, share with no answer, share where the agent's action was not the
+    expert's (what on-policy data adds), failed actions and loops in the histories."""
+    states = none = differ = failed = 0
+    for t in trajs:
+        after = [s.observation for s in t.steps[1:]] + [t.meta.get("final_observation", "")]
+        for s, lab, o in zip(t.steps, t.meta["labels"], after):
+            states += 1
+            none += lab is None
+            differ += lab is not None and lab != s.action
+            failed += o.strip().lower().startswith("nothing happens")
+    return {"episodes": len(trajs), "states": states, "no_answer": none / states if states else 0.0,
+            "agent_differs": differ / states if states else 0.0, "failed_actions": failed,
+            "by_rollout": dict(Counter(t.meta.get("rollout", "") for t in trajs))}
+
+
+def rollout_grid(path: str | Path, out: str, model: str, iteration: int, n_games: int,
+                 layouts: Sequence[Layout] = LAYOUTS, max_steps: int = 50) -> Path:
+    """Write the grid of iteration ``iteration``'s rollouts: game j of valid_train under layout j mod L.
+
+    Each layout is one configuration over the slice ``j0:n_games:L`` of the sorted games; budgeted layouts
+    alternate 500 and 750 from one iteration to the next.
+    """
+    L = len(layouts)
+    configs = []
+    for j, lay in enumerate(layouts):
+        name = lay.family.replace("/", "-")
+        cfg = {"name": name, "memory": lay.memory, "tasks": f"{j}:{n_games}:{L}"}
+        if lay.ablation:
+            cfg["ablation"] = lay.ablation
+        if lay.budgeted:
+            cfg["budget"] = BUDGETS[(iteration + j) % len(BUDGETS)]
+        configs.append(cfg)
+    grid = {"description": f"DAgger iteration {iteration}: {model} on valid_train, one layout per game",
+            "out": out, "defaults": {"model": model, "split": "valid_train", "max_steps": max_steps,
+                                     "teacher_forcing": False, "record_admissible": True},
+            "configurations": configs}
+    import yaml
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, yaml.safe_dump(grid, sort_keys=False))
+    return path
+
+
+def write_labelled(trajs: Sequence[Trajectory], path: str | Path) -> None:
+    """All labelled trajectories of an iteration, written at once (atomic: a kill leaves the old file)."""
+    atomic_write_text(path, "".join(json.dumps(t.model_dump(mode="json")) + "\n" for t in trajs))
