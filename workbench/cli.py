@@ -180,6 +180,17 @@ def _executor_args(p: argparse.ArgumentParser) -> None:
                    "with --workers N, N of them (default: one per cluster CPU)")
 
 
+def _cmd_dagger(a: argparse.Namespace) -> int:
+    from workbench.training.dagger import label_iteration, run_rollouts
+
+    if a.step == "rollout":
+        print(json.dumps(run_rollouts(a.root, a.iteration, a.model, workers=a.workers, ray_address=a.ray_address,
+                                      n_games=a.games)))
+    else:
+        print(json.dumps(label_iteration(a.root, a.iteration)))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="workbench", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -224,6 +235,16 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--dry-run", action="store_true", help="check the grid and print its configurations")
     _executor_args(sw)
     sw.set_defaults(fn=_cmd_sweep)
+
+    dg = sub.add_parser("dagger", help="on-policy data for agent v2: roll the current agent out on valid_train "
+                        "under every layout (rollout), then label each visited state with the expert (label)")
+    dg.add_argument("step", choices=("rollout", "label"))
+    dg.add_argument("--iteration", type=int, required=True)
+    dg.add_argument("--model", default=DEFAULT_AGENT, help="the agent to roll out (rollout)")
+    dg.add_argument("--root", default="runs/dagger", help="iterations live in ROOT/it<N>")
+    dg.add_argument("--games", type=int, help="the first N valid_train games only (default all 200)")
+    _executor_args(dg)
+    dg.set_defaults(fn=_cmd_dagger)
 
     m = sub.add_parser("merge-runs", help="merge runs of disjoint task slices (same configuration) into one run, "
                          "teacher_forced.json too")

@@ -61,3 +61,26 @@ def test_validation_can_be_computed_after_training(tiny_world):
     log = json.loads((out / "training_log.json").read_text())
     assert [(v["update"], v["name"]) for v in log["val"]] == [(0, "traj"), (0, "none"), (2, "traj"), (2, "none")]
     assert log["data"]["val_trajectories"] == 1 and "| 2 | traj |" in (out / "MODEL_CARD.md").read_text()
+
+
+def test_v2_recipe_trains_every_layout_and_on_policy_labels_and_states_the_mixture(tiny_world):
+    from workbench.memory.trajectory import write_jsonl
+
+    agent = make_traj("valid_train/pick_clean_then_place_in_recep-Apple-None-Fridge-7/trial_T7", n_steps=4,
+                      source="agent:v1")
+    labels = [a.action if k != 2 else None for k, a in enumerate(agent.steps)]
+    agent = agent.model_copy(update={"meta": {**agent.meta, "labels": labels, "rollout": "dagger-0/arbiter"}})
+    labelled = tiny_world / "labelled.jsonl"
+    write_jsonl(labelled, [agent])
+    out = tiny_world / "v2"
+    args = ["--out", str(out), "--checkpoints", str(tiny_world / "ck2"), "--updates", "4", "--accum", "5", "--r", "4",
+            "--warmup", "1", "--val-tasks", "none", "--no-handcoded", "--layouts", "all", "--on-policy", str(labelled)]
+    assert train_cli.main(args) == 0
+    data = json.loads((out / "training_log.json").read_text())["data"]
+    assert data["on_policy_trajectories"] == 1 and data["layouts"] == "all"
+    mix = data["layout_mixture"]
+    assert sum(mix["by_layout"].values()) == 20 and len(mix["by_layout"]) > 5
+    card = (out / "MODEL_CARD.md").read_text()
+    assert "drawn uniformly over the" in card and "On-policy (DAgger) trajectories: 1" in card
+    with pytest.raises(ValueError, match="--layouts all"):
+        train_cli.main(args[:-4] + ["--on-policy", str(labelled)])

@@ -108,3 +108,21 @@ def test_rollout_grid_is_a_valid_sweep(tmp_path):
         covered.update(parse_task_slice(c.tasks, 200))
     assert sorted(covered) == list(range(200)) and set(covered.values()) == {1}  # every game once
     assert {c.budget for c in grid.configs if c.budget} == {500, 750}
+
+
+def test_dagger_rollout_then_label_end_to_end(tiny_model_dir, tmp_path):
+    """Three valid_train games played by a tiny random model (one layout each), then labelled by the oracle."""
+    import json
+
+    from workbench.memory.trajectory import Trajectory, read_jsonl
+    from workbench.training.dagger import label_iteration, run_rollouts
+
+    run_rollouts(tmp_path, 0, str(tiny_model_dir), n_games=3, max_steps=4)
+    report = label_iteration(tmp_path, 0)
+    labelled = read_jsonl(tmp_path / "it0" / "labelled.jsonl", Trajectory)
+    assert report["episodes"] == len(labelled) == 3 and report["states"] == sum(t.n_steps for t in labelled)
+    assert set(report["by_rollout"]) == {"dagger-0/none", "dagger-0/icl", "dagger-0/traj"}
+    for t in labelled:
+        assert len(t.meta["labels"]) == t.n_steps and all(s.get("admissible") for s in t.meta["steps"])
+        assert all(lab is None or lab in s["admissible"] for lab, s in zip(t.meta["labels"], t.meta["steps"]))
+    assert report["no_answer"] < 0.5 and json.loads((tmp_path / "it0" / "label_report.json").read_text()) == report

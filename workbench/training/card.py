@@ -43,6 +43,22 @@ def _curve(rows: list[dict], points: int = 12) -> str:
     return "\n".join(lines)
 
 
+def _memory_line(data: dict) -> str:
+    """The card's memory/layout paragraph: the v1 recipe (Traj or none), or v2's layout mixture and its counts."""
+    mix = data.get("layout_mixture")
+    if not mix:
+        return (f"- Memory: with probability {1 - data['p_no_memory']:.0%} the prompt carries the trajectory of a "
+                f"*different*\n  game of the same task type, drawn among the top {data['memory_top_k']} MiniLM-retrieved "
+                "entries of the\n  valid_train planner memory base (own game excluded); otherwise no memory (ReAct condition).")
+    rows = ", ".join(f"{k} {v}" for k, v in mix["by_layout"].items())
+    budgets = ", ".join(f"{k}: {v}" for k, v in mix["by_budget"].items())
+    return (f"- Layouts: each training sequence under one layout drawn uniformly over the {len(mix['by_layout'])} "
+            f"evaluated conditions (trajectory passes per layout: {rows}); budgeted layouts drew their o200k budget "
+            f"uniformly from 500 / 750 ({budgets}).\n- On-policy (DAgger) trajectories: "
+            f"{data.get('on_policy_trajectories', 0)} labelled by the expert for any state "
+            f"({', '.join(data.get('on_policy_files') or []) or 'none'}).")
+
+
 def write_model_card(folder: str | Path, record: dict, adapter: dict, evaluation: str | None = None) -> Path:
     """Write ``folder/MODEL_CARD.md`` from a training record (``training_log.json``) and an adapter summary.
 
@@ -62,6 +78,7 @@ def write_model_card(folder: str | Path, record: dict, adapter: dict, evaluation
     hc = data.get("handcoded_expert") or {}
     val_s = record.get("val_s", max(0.0, record["train_wall_s"] - record["updates_s"]))
     val_time = f"; validation {val_s / 60:.1f} min" if val else ""
+    memory_line = _memory_line(data)
     hc_line = (f"{hc['won']}/{hc['total']} valid_train games won by ALFWorld's handcoded expert "
                f"({hc['success_rate']:.0%}; {hc['first_try_won']} on the first of 2 seeded tries; "
                f"{hc['mean_steps_won']} steps on average when won)" if hc else "not used")
@@ -82,9 +99,7 @@ Regenerate: `make train-agent` (`python -m workbench.training.train --out {recor
   action tokens + `<|im_end|>` (what `ActionScorer` scores); loss on those tokens only. The handcoded
   searcher's `look` (its fallback when a proposal maps to no command), `close X` and `inventory` stay in the
   history but are not imitated.
-- Memory: with probability {1 - data['p_no_memory']:.0%} the prompt carries the trajectory of a *different*
-  game of the same task type, drawn among the top {data['memory_top_k']} MiniLM-retrieved entries of the
-  valid_train planner memory base (own game excluded); otherwise no memory (ReAct condition).
+{memory_line}
 - Packing: all steps of one trajectory in one forward (the longest prefix once, one `suffix + target` branch per
   step, a 4-D mask and position ids so each branch sees exactly its own prompt); sequences over
   {data['max_pack_tokens']} tokens are split.

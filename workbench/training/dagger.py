@@ -30,7 +30,8 @@ from workbench.memory.trajectory import Trajectory, atomic_write_text, iter_json
 from .data import admissible_at
 from .layouts import BUDGETS, LAYOUTS, Layout
 
-__all__ = ["label_trajectory", "label_run", "rollout_grid", "label_report"]
+__all__ = ["label_trajectory", "label_run", "rollout_grid", "label_report", "write_labelled", "run_rollouts",
+           "label_iteration", "iteration_dir"]
 
 
 def label_trajectory(traj: Trajectory, plan: Sequence[str]) -> list[str | None]:
@@ -86,6 +87,8 @@ def rollout_grid(path: str | Path, out: str, model: str, iteration: int, n_games
     L = len(layouts)
     configs = []
     for j, lay in enumerate(layouts):
+        if j >= n_games:
+            break  # fewer games than layouts: the first n_games layouts get one game each
         name = lay.family.replace("/", "-")
         cfg = {"name": name, "memory": lay.memory, "tasks": f"{j}:{n_games}:{L}"}
         if lay.ablation:
@@ -108,3 +111,36 @@ def rollout_grid(path: str | Path, out: str, model: str, iteration: int, n_games
 def write_labelled(trajs: Sequence[Trajectory], path: str | Path) -> None:
     """All labelled trajectories of an iteration, written at once (atomic: a kill leaves the old file)."""
     atomic_write_text(path, "".join(json.dumps(t.model_dump(mode="json")) + "\n" for t in trajs))
+
+
+def iteration_dir(root: str | Path, iteration: int) -> Path:
+    return Path(root) / f"it{iteration}"
+
+
+def run_rollouts(root: str | Path, iteration: int, model: str, workers: int | None = None,
+                 ray_address: str | None = None, n_games: int | None = None, max_steps: int = 50) -> dict:
+    """Step 1 of an iteration: write its grid and play it (resumable: run it again after a kill)."""
+    from workbench.envs.alfworld import load_alfworld_tasks
+    from workbench.eval.sweep import load_grid, run_sweep
+
+    it = iteration_dir(root, iteration)
+    n = n_games or len(load_alfworld_tasks("valid_train"))
+    grid = load_grid(rollout_grid(it / "grid.yaml", str(it / "runs"), model, iteration, n, max_steps=max_steps))
+    report = run_sweep(grid, workers=workers, ray_address=ray_address)
+    return {"grid": str(it / "grid.yaml"), "wall_s": report.wall_s, "played": report.jobs}
+
+
+def label_iteration(root: str | Path, iteration: int) -> dict:
+    """Step 2: label every finished rollout of the iteration into ``labelled.jsonl`` (+ ``label_report.json``)."""
+    from workbench.eval.memory_base import expert_trajectories_for
+
+    it = iteration_dir(root, iteration)
+    plans = {e.task_id: e.actions() for e in expert_trajectories_for("valid_train") if e.source == "planner"}
+    runs = sorted(p for p in (it / "runs").iterdir() if (p / "trajectories.jsonl").exists())
+    if not runs:
+        raise FileNotFoundError(f"{it / 'runs'}: no rollouts yet; run `workbench dagger rollout --iteration {iteration}`")
+    trajs = [t for run in runs for t in label_run(run, plans, f"dagger-{iteration}/{run.name}")]
+    write_labelled(trajs, it / "labelled.jsonl")
+    report = label_report(trajs)
+    atomic_write_text(it / "label_report.json", json.dumps(report, indent=1))
+    return report

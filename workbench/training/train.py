@@ -26,7 +26,7 @@ from workbench.training.data import (
 )
 from workbench.training.trainer import TrainConfig, Trainer, add_lora
 
-__all__ = ["DataConfig", "load_base", "build_stream", "validation_sets", "main"]
+__all__ = ["DataConfig", "load_base", "build_stream", "build_layout_stream", "planned_layouts", "validation_sets", "main"]
 
 HF_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 
@@ -85,6 +85,41 @@ def build_stream(trajs: list, builder: Any, sampler: MemorySampler, dcfg: DataCo
     return stream
 
 
+def build_layout_stream(trajs: list, builder: Any, sampler: Any, dcfg: DataConfig, seed: int, negatives: int = 0):
+    """Like :func:`build_stream`, each trajectory rendered under one layout drawn by ``sampler``
+    (:class:`~workbench.training.layouts.LayoutSampler`); an on-policy trajectory trains on its labels."""
+    from workbench.training.data import build_policy_examples
+    from workbench.training.layouts import layout_policy
+
+    n = len(trajs)
+    orders: dict[int, list[int]] = {}
+    policies: dict[str, Any] = {}  # one policy per layout (begin resets its episode state)
+
+    def stream(i: int) -> list[PackedExample]:
+        epoch, j = divmod(i, n)
+        order = orders.setdefault(epoch, epoch_order(n, epoch, seed))
+        traj = trajs[order[j]]
+        lay = sampler(traj, epoch)
+        policy = policies.get(lay.name) or policies.setdefault(lay.name, layout_policy(lay))
+        return build_policy_examples(traj, builder, policy, traj.meta.get("labels"), dcfg.max_pack_tokens,
+                                     negatives, (seed, epoch), memory_id=lay.name)
+
+    return stream
+
+
+def planned_layouts(trajs: list, sampler: Any, slots: int, seed: int) -> dict:
+    """The mixture a run trains on: the layout of every trajectory slot it will visit, counted (the model card
+    states it)."""
+    from workbench.training.layouts import layout_counts
+
+    n = len(trajs)
+    chosen = []
+    for i in range(slots):
+        epoch, j = divmod(i, n)
+        chosen.append(sampler(trajs[epoch_order(n, epoch, seed)[j]], epoch))
+    return layout_counts(chosen)
+
+
 def validation_sets(builder: Any, retriever: Any, dcfg: DataConfig) -> dict[str, list[PackedExample]]:
     """valid_seen expert trajectories, with the ``traj`` policy's memory (top-1 retrieved) and without."""
     from workbench.eval.memory_base import expert_trajectories_for
@@ -127,6 +162,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--val-tasks", default=d.val_tasks,
                    help="slice of valid_seen tasks for the validation loss ('none': no validation)")
     p.add_argument("--no-handcoded", action="store_true", help="planner trajectories only")
+    p.add_argument("--layouts", choices=("v1", "all"), default="v1",
+                   help="v1: Traj memory or none (the v1 recipe); all: one of every evaluated layout per sequence, "
+                        "drawn uniformly (the v2 recipe)")
+    p.add_argument("--on-policy", action="append", metavar="LABELLED.jsonl",
+                   help="DAgger's labelled on-policy trajectories to add (repeatable; see workbench dagger)")
     p.add_argument("--validate-only", action="store_true",
                    help="only compute the validation losses of the adapter in --out (after a --val-tasks none run)")
     return p
@@ -161,8 +201,20 @@ def _train(a: argparse.Namespace) -> int:
     trajs = training_trajectories(planner, HANDCODED_FILE if dcfg.handcoded else None)
     base = default_memory_base("valid_train")
     retriever = get_retriever(dcfg.retriever, base)
-    sampler = MemorySampler(retriever, dcfg.p_no_memory, dcfg.memory_top_k, seed=cfg.seed)
-    stream = build_stream(trajs, builder, sampler, dcfg, cfg.seed, cfg.negatives)
+    on_policy = _on_policy(a.on_policy or ())
+    trajs = trajs + on_policy
+    mixture = None
+    if a.layouts == "all":
+        from workbench.training.layouts import LayoutSampler
+
+        layouts = LayoutSampler(seed=cfg.seed)
+        stream = build_layout_stream(trajs, builder, layouts, dcfg, cfg.seed, cfg.negatives)
+        mixture = planned_layouts(trajs, layouts, cfg.updates * cfg.accum, cfg.seed)
+    else:
+        if on_policy:
+            raise ValueError("--on-policy data is trained with --layouts all (the v1 recipe is expert data only)")
+        sampler = MemorySampler(retriever, dcfg.p_no_memory, dcfg.memory_top_k, seed=cfg.seed)
+        stream = build_stream(trajs, builder, sampler, dcfg, cfg.seed, cfg.negatives)
     peft_model = add_lora(model, cfg)
     val = None if dcfg.val_tasks == "none" else (lambda: validation_sets(builder, retriever, dcfg))
     trainer = Trainer(peft_model, cfg, stream, val_sets=val, ckpt_dir=ckpt)
@@ -185,6 +237,8 @@ def _train(a: argparse.Namespace) -> int:
         "handcoded_expert": handcoded_report() if dcfg.handcoded and HANDCODED_FILE.exists() else None,
         "val_trajectories": len({e.task_id for e in trainer.val_sets.get("traj", [])}),
         "epochs": round(cfg.updates * cfg.accum / len(trajs), 2),
+        "on_policy_trajectories": len(on_policy), "on_policy_files": list(a.on_policy or ()),
+        "layouts": a.layouts, "layout_mixture": mixture,
         **{k: v for k, v in vars(dcfg).items()},
     }
     record = {"config": log.config, "data": data, "train": log.train, "val": log.val,
@@ -196,6 +250,21 @@ def _train(a: argparse.Namespace) -> int:
     print(json.dumps({"out": str(out), "train_wall_s": log.wall_s, "updates_s": record["updates_s"],
                       "final_train_loss": log.train[-1]["loss"], "val": log.val[-2:]}))
     return 0
+
+
+def _on_policy(paths) -> list:
+    """Labelled on-policy trajectories (valid_train only, every one with its per-step labels)."""
+    from workbench.memory.trajectory import Trajectory, read_jsonl
+
+    out = []
+    for p in paths:
+        for t in read_jsonl(p, Trajectory):
+            if t.split not in ("valid_train", ""):
+                raise ValueError(f"{p}: {t.task_id} is from split '{t.split}'; on-policy data must be valid_train")
+            if len(t.meta.get("labels") or []) != t.n_steps:
+                raise ValueError(f"{p}: {t.task_id} has no per-step meta['labels']; label it with `workbench dagger label`")
+            out.append(t)
+    return out
 
 
 def _data_config(a: argparse.Namespace) -> DataConfig:
