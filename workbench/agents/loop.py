@@ -7,9 +7,10 @@ admissible actions (KV prefix reused) with the instruments' hooks active -> env.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Protocol
 
+from workbench.agents.counterfactual import reminder_effect
 from workbench.agents.policy import MemoryBlock, MemoryPolicy
 from workbench.envs.base import Environment, Task
 from workbench.envs.normalize import split_initial_observation
@@ -154,6 +155,10 @@ class Agent:
                 top = sorted(range(len(probs)), key=lambda i: -probs[i])[:3]
                 record.update(reused_tokens=scored.reused_tokens, p_action=probs[scored.best],
                               top=[[admissible[i], round(probs[i], 4)] for i in top])
+                if block.reminder:  # what the reminder did: the same state scored without it
+                    bare = self.build_prompt(replace(block, reminder=None), room, goal, history, obs)
+                    without = ActionScorer.normalise(self.decide(bare, admissible).scores)
+                    record["reminder_effect"] = reminder_effect(block.reminder, admissible, probs, without)
             records.append(record)
             if self.keep_prompts:
                 prompts.append(prompt)

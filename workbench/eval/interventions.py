@@ -5,6 +5,9 @@
     reminder_o200k              mean o200k tokens of a reminder; reminder_tokens: mean in the action model's tokens
     memory_calls_per_episode    requests to the memory agent's backend, per episode
     latency_ms_per_call         mean wall time of one such request (the only timing in a run's records)
+    reminder_effect             the counterfactual re-score of every reminder step (``agents.counterfactual``):
+                                mean p(action) with minus without the reminder, share of choices it changed,
+                                share followed (of the reminders that name an admissible command)
 """
 
 from __future__ import annotations
@@ -35,4 +38,13 @@ def intervention_metrics(trajs: Sequence[Trajectory]) -> dict | None:
         "memory_calls_per_episode": calls / len(trajs),
         "latency_ms_per_call": (sum(r.get("latency_ms", 0.0) for r in flat) / calls) if calls else None,
         "errors_per_episode": sum(len(r.get("errors", [])) for r in flat) / len(trajs),
+        **({"reminder_effect": _effects(effects)} if (effects := [s["reminder_effect"] for s in steps
+                                                                   if "reminder_effect" in s]) else {}),
     }
+
+
+def _effects(effects: list[dict]) -> dict:
+    judged = [e["followed"] for e in effects if e["followed"] is not None]
+    return {"n": len(effects), "mean_delta_p": mean(e["p_action"] - e["p_action_without"] for e in effects),
+            "changed": mean(bool(e["changed"]) for e in effects),
+            "followed": mean(judged) if judged else None, "n_judged": len(judged)}

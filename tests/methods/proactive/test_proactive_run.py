@@ -21,14 +21,23 @@ def test_cli_run(tiny_model_dir, tmp_path, memory, extra):
                  "--out", str(out)]) == 0
     cfg = json.loads((out / "config.json").read_text())["run"]
     assert cfg["memory"] == memory and cfg["interval"] == (2 if extra else 1)
+    shown = 0
     for t in iter_jsonl_dicts(out / "trajectories.jsonl"):
         steps = t["meta"]["steps"]
+        shown += sum(bool(s["proactive"]["reminder"]) for s in steps)
         for k, s in enumerate(steps):
             rec = s["proactive"]
             if memory == "proactive":
                 assert (rec["trigger"] is not None) == (k % 2 == 0 or rec["trigger"] == "failed")
             if rec["reminder"]:
                 assert s["reminder"] == rec["reminder"] and s["reminder_tokens"] > 0
+                eff = s["reminder_effect"]  # the same state re-scored without the reminder
+                assert eff["p_action"] == pytest.approx(s["p_action"], abs=1e-4)
+                assert eff["changed"] == (eff["action_without"] != t["steps"][k]["action"])
             else:
-                assert "reminder" not in s
+                assert "reminder" not in s and "reminder_effect" not in s
+    if memory == "proactive-passive":
+        assert shown > 0  # the bank is in the prompt from the first sighting on
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["interventions"]["interventions_per_episode"] == shown / 2
     assert json.loads((out / "teacher_forced.json").read_text())["result"]["n_steps"] > 0

@@ -1,0 +1,51 @@
+"""What a reminder did: the same state re-scored without it (a counterfactual only a white-box agent allows).
+
+At a step whose prompt carries a reminder (the proactive memory agent's, or the passive bank line), the loop
+scores the identical prompt with the reminder line removed — same history, same candidates, same model — and
+records:
+
+    p_action            p(chosen action) with the reminder (softmax over the admissible commands)
+    p_action_without    p(the same action) without it
+    action_without      what the agent would have chosen without it
+    changed             the reminder changed the choice
+    mentions            admissible commands the reminder names verbatim
+    followed            the choice did what the reminder said, by a stated rule: a warning (the reminder says
+                        stop / avoid / already / failed / not) is followed when the chosen action is none of the
+                        commands it names; any other reminder is followed when the chosen action is one of them;
+                        None when it names no command
+
+Retrieval heads' attention to the reminder span needs the attention instruments (``workbench.attention``) and
+the prompt's ``reminder`` span; this module only re-scores.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+__all__ = ["reminder_effect", "mentioned_commands", "is_warning"]
+
+_WARN = re.compile(r"\b(stop|avoid|already|failed|fails|not|don't|never|instead)\b", re.I)
+
+
+def mentioned_commands(reminder: str, admissible: Sequence[str]) -> list[str]:
+    text = " ".join(reminder.lower().split())
+    return [c for c in admissible if re.search(rf"(?<![a-z0-9]){re.escape(c.lower())}(?![a-z0-9])", text)]
+
+
+def is_warning(reminder: str) -> bool:
+    return bool(_WARN.search(reminder))
+
+
+def reminder_effect(reminder: str, admissible: Sequence[str], probs_with: Sequence[float],
+                    probs_without: Sequence[float]) -> dict:
+    """The record of one reminder (module docstring) from both score vectors over ``admissible``."""
+    best = max(range(len(probs_with)), key=lambda i: probs_with[i])
+    alt = max(range(len(probs_without)), key=lambda i: probs_without[i])
+    mentions = mentioned_commands(reminder, admissible)
+    chosen = admissible[best]
+    followed = None
+    if mentions:
+        followed = (chosen not in mentions) if is_warning(reminder) else (chosen in mentions)
+    return {"p_action": round(probs_with[best], 5), "p_action_without": round(probs_without[best], 5),
+            "action_without": admissible[alt], "changed": best != alt, "mentions": mentions, "followed": followed}
