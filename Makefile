@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PROFILE ?= default
 PYTEST_ARGS ?=
 
-.PHONY: install install-server reproduce test test-fast lab train-agent clean-venv
+.PHONY: install install-server reproduce test test-fast lab train-agent train-agent-v2 clean-venv
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -46,6 +46,19 @@ train-agent: install
 	$(BIN)/python -m workbench.training.train --out workbench/assets/adapters/smollm2-135m-alfworld \
 		--threads 1 --seed 0 --updates 160 --accum 2 --lr 0.001 --warmup 5 --r 16 --alpha 32 \
 		--p-no-memory 0.25 --memory-top-k 3 --max-pack-tokens 3072 --checkpoint-every 10 --resume
+
+# The memory-literate agent v2 (issue 14): DAgger from v1 under every evaluated layout, two iterations; each step
+# resumes after a kill (run the target again). Rollouts: about 1-2 h per iteration on 2 cores; training: not yet measured.
+V2_TRAIN = $(BIN)/python -m workbench.training.train --threads 1 --seed 0 --updates 160 --accum 3 --lr 0.001 \
+	--warmup 5 --r 16 --alpha 32 --max-pack-tokens 3072 --checkpoint-every 10 --layouts all --resume
+train-agent-v2: install
+	OMP_NUM_THREADS=1 $(BIN)/workbench dagger rollout --iteration 0 --model smollm2-135m-alfworld --workers 2
+	$(BIN)/workbench dagger label --iteration 0
+	$(V2_TRAIN) --out runs/dagger/it0/adapter --on-policy runs/dagger/it0/labelled.jsonl
+	OMP_NUM_THREADS=1 $(BIN)/workbench dagger rollout --iteration 1 --model runs/dagger/it0/adapter --workers 2
+	$(BIN)/workbench dagger label --iteration 1
+	$(V2_TRAIN) --out workbench/assets/adapters/smollm2-135m-alfworld-v2 \
+		--on-policy runs/dagger/it0/labelled.jsonl --on-policy runs/dagger/it1/labelled.jsonl
 
 lab: install
 	$(BIN)/jupyter lab notebooks/

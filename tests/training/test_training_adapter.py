@@ -3,6 +3,8 @@ adapter is a clear error."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -24,7 +26,23 @@ def test_missing_adapter_names_the_path_and_the_make_target(tmp_path):
                      adapter=str(tmp_path / "absent"), base="smollm2-135m-instruct")
     with pytest.raises(ModelNotFoundError) as e:
         load_with_adapter(spec)
-    assert str(tmp_path / "absent") in str(e.value) and "make train-agent" in str(e.value)
+    assert str(tmp_path / "absent") in str(e.value) and "workbench.training.train --out" in str(e.value)
+    v2 = get_model_spec("smollm2-135m-alfworld-v2")  # until trained, loading it says how to train it
+    assert v2.base == "smollm2-135m-instruct" and "make train-agent-v2" in v2.description
+
+
+def test_an_adapter_folder_loads_over_its_registered_base(tmp_path):
+    import json
+
+    from workbench.models.loading import _adapter_folder_spec
+
+    (tmp_path / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": "HuggingFaceTB/SmolLM2-135M-Instruct"}))
+    spec = _adapter_folder_spec(str(tmp_path))
+    assert spec.base == "smollm2-135m-instruct" and spec.adapter == str(tmp_path.resolve())
+    (tmp_path / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": "someone/else"}))
+    with pytest.raises(ModelNotFoundError, match="not a registered base model"):
+        _adapter_folder_spec(str(tmp_path))
+    assert _adapter_folder_spec(str(tmp_path / "missing")) is None
 
 
 @pytest.mark.integration

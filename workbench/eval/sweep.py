@@ -90,7 +90,7 @@ def _check_value(where: str, key: str, value: Any) -> Any:
 def _check_config(where: str, cfg: RunConfig, n_tasks: dict) -> None:
     from workbench.agents.policy import get_policy
     from workbench.envs.alfworld import load_alfworld_tasks
-    from workbench.models.loading import ModelNotFoundError, _resolve_path
+    from workbench.models.loading import ModelNotFoundError, _adapter_folder_spec, _resolve_path
     from workbench.models.registry import get_model_spec
 
     try:
@@ -101,7 +101,7 @@ def _check_config(where: str, cfg: RunConfig, n_tasks: dict) -> None:
         raise GridError(f"{where}: key 'max_steps': {cfg.max_steps} (expected at least 1)")
     if get_model_spec(cfg.model) is None:
         try:
-            _resolve_path(cfg.model)
+            _adapter_folder_spec(cfg.model) or _resolve_path(cfg.model)
         except ModelNotFoundError as e:
             raise GridError(f"{where}: key 'model': {e}") from None
     split_key = (cfg.split, cfg.task_types)

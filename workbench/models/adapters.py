@@ -38,8 +38,8 @@ def adapter_dir(spec: ModelSpec) -> Path:
     if missing:
         raise ModelNotFoundError(
             f"model '{spec.name}': the LoRA adapter folder {folder} lacks {', '.join(missing)}. "
-            "Train it with `make train-agent` (python -m workbench.training.train --out "
-            f"{folder}), or load the untrained base as '{spec.base}'."
+            f"It is trained, not downloaded ({spec.description or 'python -m workbench.training.train --out ' + str(folder)}); "
+            f"or load the untrained base as '{spec.base}'."
         )
     return folder
 

@@ -134,6 +134,24 @@ def _resolve_path(name_or_path: str) -> tuple[Path, str, str]:
     )
 
 
+def _adapter_folder_spec(name_or_path: str):
+    """A local LoRA adapter folder (``adapter_config.json`` + weights, no ``config.json``: what training writes,
+    e.g. a DAgger iteration's adapter) as a model spec over the registered base it was trained on."""
+    from workbench.models.registry import ModelSpec, list_models
+
+    p = Path(name_or_path).expanduser()
+    if not (p.is_dir() and (p / "adapter_config.json").exists() and not (p / "config.json").exists()):
+        return None
+    base_id = json.loads((p / "adapter_config.json").read_text()).get("base_model_name_or_path")
+    base = next((get_model_spec(n) for n in list_models()
+                 if (s := get_model_spec(n)) and s.hf_id == base_id and s.base is None), None)
+    if base is None:
+        raise ModelNotFoundError(f"{p}: a LoRA adapter over '{base_id}', which is not a registered base model "
+                                 f"({', '.join(list_models())})")
+    return ModelSpec(name=f"adapter-{p.resolve().name}", hf_id=base.hf_id, adapter=str(p.resolve()), base=base.name,
+                     description=f"LoRA adapter {p} over {base.name}")
+
+
 def _hf_id_from_config(folder: Path, fallback: str) -> str:
     """TransformerLens picks an adapter by architecture; the id is only a label for local folders."""
     try:
@@ -173,6 +191,10 @@ def load_model(
     elif spec is not None and spec.gguf is not None:
         folder, hf_id = _dequantized_dir(spec), spec.hf_id
         source = f"gguf:{spec.gguf[0]}/{spec.gguf[1]}"
+    elif (adapter := _adapter_folder_spec(name_or_path)) is not None:
+        from workbench.models.adapters import load_with_adapter
+
+        folder, hf_id, source = load_with_adapter(adapter)
     else:
         folder, hf_id, source = _resolve_path(name_or_path)
     tokenizer = AutoTokenizer.from_pretrained(folder)

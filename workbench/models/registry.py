@@ -102,3 +102,14 @@ register_model(
         "(memory-conditioned; merged once into fp32 safetensors; `make train-agent` retrains it)",
     )
 )
+
+register_model(
+    ModelSpec(
+        name="smollm2-135m-alfworld-v2",
+        hf_id="HuggingFaceTB/SmolLM2-135M-Instruct",
+        adapter="assets/adapters/smollm2-135m-alfworld-v2",
+        base="smollm2-135m-instruct",
+        description="SmolLM2-135M-Instruct + LoRA cloned on expert and DAgger on-policy states under every "
+        "evaluated memory layout (the memory-literate agent; `make train-agent-v2` trains it)",
+    )
+)
