@@ -48,7 +48,8 @@ train-agent: install
 		--p-no-memory 0.25 --memory-top-k 3 --max-pack-tokens 3072 --checkpoint-every 10 --resume
 
 # The memory-literate agent v2 (issue 14): DAgger from v1 under every evaluated layout, two iterations; each step
-# resumes after a kill (run the target again). Rollouts: about 1-2 h per iteration on 2 cores; training: not yet measured.
+# resumes after a kill (run the target again). Rollouts: about 1-2 h per iteration on 2 cores. Training: a pass costs
+# about 2.3x a v1 pass in tokens (working-memory layouts do not pack), so at least 2.5 h per run (estimated, not timed).
 V2_TRAIN = $(BIN)/python -m workbench.training.train --threads 1 --seed 0 --updates 160 --accum 3 --lr 0.001 \
 	--warmup 5 --r 16 --alpha 32 --max-pack-tokens 3072 --checkpoint-every 10 --layouts all --resume
 train-agent-v2: install
