@@ -91,6 +91,7 @@ class ArbiterPolicy:
         self._failed = False
         self._last_block: MemoryBlock | None = None
         self._last_step: int | None = None
+        self._step_candidates: list[Candidate] = []
 
     def begin(self, task: Task, goal: str, room: str) -> None:
         self.begin_state(goal, room)
@@ -158,9 +159,10 @@ class ArbiterPolicy:
             z = self.gate.decide(prev, s, d, self._hist.get(it.id, ()), role, it.active)
             self._bands[it.id] = z
             self._hist[it.id] = (*self._hist.get(it.id, ()), s)[-self._history_len():]
-            if z != H:
+            if it.active:  # hidden ones too: a counterfactual may bring one back (H -> F)
                 cands.append(Candidate(it, group, z, eta, s + (1.0 if role == "protected" else 0.0), order))
             rows.append((it, z, eta, transition(prev, z)))
+        self._step_candidates = cands
         block = assemble(cands, self.store.sections(), self.budget, self.allocation)
         new_ids = set(log.added) if log is not None else set()
         record = {
@@ -181,6 +183,26 @@ class ArbiterPolicy:
         mb = MemoryBlock(layout="working_memory", working_memory=block.pieces, record=record,
                          meta={"variant": self.variant.name, "budget": self.budget})
         return mb, record
+
+    @property
+    def step_item_ids(self) -> set[str]:
+        """The active items of the step just decided (what :meth:`counterfactual` may move)."""
+        return {c.item.id for c in self._step_candidates}
+
+    def counterfactual(self, bands: dict[str, str]) -> MemoryBlock:
+        """The memory block of the step just decided with some items' bands replaced (``{item id: F|A|H}``),
+        assembled under the same budget; the policy's state is untouched (a re-score, not a new step)."""
+        from dataclasses import replace as _replace
+
+        if self._last_block is None:
+            raise RuntimeError("counterfactual() needs a decided step: call memory() first")
+        unknown = sorted(set(bands) - {c.item.id for c in self._step_candidates})
+        if unknown:
+            raise KeyError(f"no active item {unknown[0]} at this step")
+        cands = [_replace(c, band=bands.get(c.item.id, c.band)) for c in self._step_candidates]
+        block = assemble(cands, self.store.sections(), self.budget, self.allocation)
+        return MemoryBlock(layout="working_memory", working_memory=block.pieces,
+                           record={"wm": {"o200k": block.o200k, "budget": self.budget}}, meta={"counterfactual": bands})
 
     def _history_len(self) -> int:
         cfg = getattr(self.gate, "cfg", None)

@@ -1,0 +1,52 @@
+"""The band-switch causal test: one item moved at a recorded state, the same state re-scored."""
+
+from __future__ import annotations
+
+import pytest
+
+from workbench.agents.loop import Agent
+from workbench.eval.memory_base import expert_trajectories_for
+from workbench.methods.arbiter import ArbiterPolicy
+from workbench.methods.arbiter.assembly import block_text
+from workbench.methods.arbiter.causal import band_switch_effects, summarize_band_switches
+from workbench.training.layouts import task_of
+
+
+@pytest.fixture(scope="module")
+def expert():
+    return next(e for e in expert_trajectories_for("valid_unseen") if e.task_type == "clean")
+
+
+def test_counterfactual_moves_one_item_and_leaves_the_policy_as_it_was(expert):
+    pol = ArbiterPolicy(budget=500)
+    pol.begin(task_of(expert), expert.goal, expert.initial_observation)
+    for k in range(3):
+        block = pol.memory(k, list(expert.steps[:k]))
+        pol.observe(expert.steps[k], expert.steps[k + 1].observation)
+    block = pol.memory(3, list(expert.steps[:3]))
+    shown = {p.item: p.band for p in block.working_memory if p.kind == "wm_item"}
+    focal = next(i for i, b in shown.items() if b == "F")
+    before = (dict(pol._bands), pol.store.items())
+    cf = pol.counterfactual({focal: "A"})
+    moved = {p.item: p.band for p in cf.working_memory if p.kind == "wm_item"}
+    assert moved[focal] == "A" and {i: b for i, b in moved.items() if i != focal} == {
+        i: b for i, b in shown.items() if i != focal}
+    assert focal not in {p.item for p in pol.counterfactual({focal: "H"}).working_memory if p.item}
+    assert pol.counterfactual({}).working_memory == block.working_memory  # no change, same block
+    assert (dict(pol._bands), pol.store.items()) == before and pol.memory(3, list(expert.steps[:3])) is block
+    assert cf.record["wm"]["o200k"] <= 500 and block_text(cf.working_memory) != block_text(block.working_memory)
+    with pytest.raises(KeyError, match="no active item"):
+        pol.counterfactual({"Z9": "F"})
+
+
+def test_band_switch_effects_rescore_the_same_state(tiny_lm, expert):
+    agent = Agent.from_model(tiny_lm)
+    rows = band_switch_effects(agent, ArbiterPolicy(budget=500), expert, expert.meta["admissible"], steps=[2, 3],
+                               per_transition=2)
+    scored = [r for r in rows if not r["noop"]]
+    assert scored and {r["transition"] for r in scored} >= {"F->A", "A->H"}
+    for r in scored:
+        assert r["step"] in (2, 3) and 0 <= r["p"] <= 1 and 0 <= r["p_cf"] <= 1
+        assert r["delta_p"] == pytest.approx(r["p_cf"] - r["p"], abs=1e-5)
+    summary = summarize_band_switches(rows)
+    assert summary[f"all|{scored[0]['transition']}"]["n"] >= 1

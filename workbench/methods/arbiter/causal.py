@@ -1,0 +1,93 @@
+"""Does the arbitration steer the choice? Switch one item's band at a recorded state and re-score (beyond the
+paper: its limitation 3 asks for exactly this controlled intervention).
+
+For a trajectory (any run's, or an expert's), the MemArbiter policy is replayed step by step as teacher forcing
+replays it — the same items, bands and prompts as when it was played. At each chosen step the factual prompt is
+scored over the step's admissible commands; then, for each item in the source band of a transition, the block is
+reassembled with only that item moved (``F->A``: shown ambient; ``A->H``: left out; ``H->F``: brought back
+focal), under the same budget, and the same state is scored again:
+
+    delta_p  = p_cf(chosen) - p(chosen)        chosen = the factual arg-max
+    flipped  = arg-max of the counterfactual scores != chosen
+
+A transition whose reassembled block is identical to the factual one (the budget would not fit the change) is
+recorded as ``noop`` and not scored. Averages by bank and transition: :func:`summarize_band_switches`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from statistics import mean
+
+from workbench.memory.trajectory import Trajectory
+
+from .policy import ArbiterPolicy
+
+__all__ = ["TRANSITIONS", "band_switch_effects", "summarize_band_switches"]
+
+TRANSITIONS = {"F->A": ("F", "A"), "A->H": ("A", "H"), "H->F": ("H", "F")}
+
+
+def band_switch_effects(agent, policy: ArbiterPolicy, traj: Trajectory, admissible: Sequence[Sequence[str]],
+                        steps: Sequence[int] | None = None, per_transition: int = 4) -> list[dict]:
+    """One row per (step, item, transition) of the module docstring.
+
+    Args:
+        agent: the white-box :class:`~workbench.agents.loop.Agent` that scores.
+        policy: a MemArbiter policy (any variant), replayed from the start of ``traj``.
+        admissible: the commands admissible before each step (an expert's ``meta["admissible"]``, or a rollout's
+            records).
+        steps: which steps to intervene at (default: all).
+        per_transition: at most this many items per transition and step (highest eta first).
+    """
+    from workbench.agents.loop import build_prompt
+    from workbench.models.scoring import ActionScorer
+    from workbench.training.layouts import task_of
+
+    rows: list[dict] = []
+    wanted = set(range(traj.n_steps)) if steps is None else set(steps)
+    policy.begin(task_of(traj), traj.goal, traj.initial_observation)
+    final = traj.meta.get("final_observation", "")
+    agent.scorer.reset()
+    for k, step in enumerate(traj.steps):
+        block = policy.memory(k, list(traj.steps[:k]))
+        if k in wanted and admissible[k]:
+            cands = list(admissible[k])
+            hist = list(traj.steps[:k])
+
+            def score(b):
+                p = build_prompt(agent.builder, b, traj.initial_observation, traj.goal, hist, step.observation)
+                return ActionScorer.normalise(agent.decide(p, cands).scores), p
+
+            probs, factual = score(block)
+            best = max(range(len(probs)), key=lambda i: probs[i])
+            live = policy.step_item_ids
+            bands = {r[0]: (r[1], r[3]) for r in block.record["arbiter"]["items"] if r[0] in live}  # id -> (bank, shown)
+            etas = {r[0]: r[4] for r in block.record["arbiter"]["items"]}
+            for name, (src, dst) in TRANSITIONS.items():
+                ids = sorted((i for i, (_, b) in bands.items() if b == src), key=lambda i: -etas[i])[:per_transition]
+                for item_id in ids:
+                    cf_block = policy.counterfactual({item_id: dst})
+                    row = {"task_id": traj.task_id, "step": k, "item": item_id, "bank": bands[item_id][0],
+                           "transition": name, "eta": etas[item_id], "chosen": cands[best]}
+                    if cf_block.working_memory == block.working_memory:
+                        rows.append(row | {"noop": True})
+                        continue
+                    cf, _ = score(cf_block)
+                    alt = max(range(len(cf)), key=lambda i: cf[i])
+                    rows.append(row | {"noop": False, "p": round(probs[best], 6), "p_cf": round(cf[best], 6),
+                                       "delta_p": round(cf[best] - probs[best], 6), "flipped": alt != best})
+        policy.observe(step, traj.steps[k + 1].observation if k + 1 < traj.n_steps else final)
+    return rows
+
+
+def summarize_band_switches(rows: Sequence[dict]) -> dict:
+    """Mean delta_p, share flipped and count, by (bank, transition) and by transition."""
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    for r in rows:
+        if not r.get("noop"):
+            groups[(r["bank"], r["transition"])].append(r)
+            groups[("all", r["transition"])].append(r)
+    return {f"{b}|{t}": {"n": len(rs), "mean_delta_p": mean(r["delta_p"] for r in rs),
+                         "flipped": mean(r["flipped"] for r in rs)} for (b, t), rs in sorted(groups.items())}
