@@ -1,0 +1,66 @@
+"""Item-level utilization: how much of q_t's attention the retrieval heads give each memory item of a
+working-memory prompt (MemArbiter's items, by bank and band; a reminder span too).
+
+At step t, for an item i whose tokens are the span S_i of that step's prompt (``prompts.working_memory``),
+
+    u[i, t]        = n_t / |H| * sum_{h in H} sum_{j in S_i} Attention_h(q_t -> j)     (C's formula, per item)
+    u_token[i, t]  = u[i, t] / |S_i|                                                  (per token: a focal line is
+                                                                                       longer than its ambient cue)
+
+A uniform attention row gives u_token = 1 on every token, so u_token > 1 means the item is read more than an
+average token of the prompt. The prompt changes from step to step (P_t is reassembled), so every step's spans
+are read from that step's own prompt. :func:`focal_vs_ambient` compares bands at the same steps, per bank.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from statistics import mean
+
+from workbench.attention.capture import CapturedStep
+from workbench.prompts.layout import BuiltPrompt
+
+__all__ = ["item_utilization", "focal_vs_ambient", "span_utilization"]
+
+
+def span_utilization(step: CapturedStep, start: int, end: int) -> float:
+    """n_t / |H| * the attention mass of q_t on key positions [start, end), averaged over heads."""
+    if end <= start:
+        return 0.0
+    if start < 0 or end > min(step.prompt_len, step.rows.shape[-1]):
+        raise ValueError(f"span {start}..{end} outside a prompt of {step.prompt_len} tokens")
+    return float(step.prompt_len * step.rows[:, start:end].float().sum(dim=-1).mean())
+
+
+def item_utilization(steps: Sequence[CapturedStep], prompts: Sequence[BuiltPrompt]) -> list[dict]:
+    """One row per (step, shown item): ``step, item, bank, band, tokens, u, u_token`` (and the reminder span as
+    item ``reminder`` when the prompt has one)."""
+    if len(steps) != len(prompts):
+        raise ValueError(f"{len(steps)} captured steps but {len(prompts)} prompts")
+    rows = []
+    for t, (cap, prompt) in enumerate(zip(steps, prompts)):
+        for s in prompt.spans:
+            if s.kind == "wm_item" or s.kind == "reminder":
+                u = span_utilization(cap, s.start, s.end)
+                n = s.end - s.start
+                rows.append({"step": t, "item": s.item if s.kind == "wm_item" else "reminder",
+                             "bank": s.bank, "band": s.band, "tokens": n, "u": u, "u_token": u / n if n else 0.0})
+    return rows
+
+
+def focal_vs_ambient(rows: Sequence[dict]) -> dict:
+    """Per bank: mean u_token of focal and of ambient items over the steps where the bank shows both bands, and
+    how many such steps (the comparison is within steps, so the prompt and the state are the same)."""
+    by = defaultdict(lambda: defaultdict(lambda: {"F": [], "A": []}))
+    for r in rows:
+        if r["band"] in ("F", "A") and r["bank"]:
+            by[r["bank"]][r["step"]][r["band"]].append(r["u_token"])
+    out = {}
+    for bank, steps in sorted(by.items()):
+        both = [(mean(v["F"]), mean(v["A"])) for v in steps.values() if v["F"] and v["A"]]
+        if both:
+            out[bank] = {"steps": len(both), "focal_u_token": mean(f for f, _ in both),
+                         "ambient_u_token": mean(a for _, a in both),
+                         "focal_higher": mean(f > a for f, a in both)}
+    return out
