@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PROFILE ?= default
 PYTEST_ARGS ?=
 
-.PHONY: install install-server reproduce test test-fast lab train-agent train-agent-v2 clean-venv
+.PHONY: install install-server install-browser reproduce test test-fast lab train-agent train-agent-v2 clean-venv
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -22,6 +22,15 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 
 install: $(VENV)/.installed
 
+# The widget tests drive Debian's chromium with Playwright in a real JupyterLab (Playwright's own browser download
+# does not work on these machines)
+$(VENV)/.installed-browser: $(VENV)/.installed
+	test -x /usr/bin/chromium || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium \
+		|| (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
+	touch $@
+
+install-browser: $(VENV)/.installed-browser
+
 # llama-cpp-python's OpenAI-compatible server for the LLM-backend tests (compiles from source, ~5 min once;
 # pip caches the wheel)
 $(VENV)/.installed-server: $(VENV)/.installed
@@ -33,7 +42,7 @@ install-server: $(VENV)/.installed-server
 reproduce: install
 	$(BIN)/workbench reproduce --profile $(PROFILE) $(if $(DTYPE),--dtype $(DTYPE))
 
-test: install install-server
+test: install install-server install-browser
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS) tests notebooks/01_baselines.ipynb notebooks/02_retrieval_heads.ipynb \
 		notebooks/03_utilization.ipynb --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
 
