@@ -218,18 +218,24 @@ class PromptBuilder:
                 pieces.append(("history_observation", k, f"{obs}\n"))
         if reminder:
             pieces.append(("reminder", None, f"{reminder_label}: {reminder}\n"))
-        prefix: list[int] = []
-        spans: list[PieceSpan] = []
-        for kind, seg, text in pieces:
-            ids = text if isinstance(text, tuple) else self._tok(text)
-            spans.append(PieceSpan(kind, len(prefix), len(prefix) + len(ids), seg))
-            prefix.extend(ids)
-        spans.append(PieceSpan("suffix", len(prefix), len(prefix) + len(self._suffix)))
+        prefix, spans = self.tokenize_pieces([(kind, text, {"segment": seg}) for kind, seg, text in pieces])
         return BuiltPrompt(
             prefix=tuple(prefix), suffix=self._suffix, spans=tuple(spans),
             n_segments=kept_seg if memory else 0, truncated_history=drop_hist,
             truncated_memory=drop_mem if memory else 0,
         )
+
+    def tokenize_pieces(self, pieces) -> tuple[list[int], list[PieceSpan]]:
+        """Tokenize ``(kind, text or token ids, span fields)`` pieces one by one: the prefix tokens and every
+        piece's exact span, then the suffix's span (what makes spans exact by construction in every layout)."""
+        prefix: list[int] = []
+        spans: list[PieceSpan] = []
+        for kind, text, fields in pieces:
+            ids = text if isinstance(text, tuple) else self._tok(text)
+            spans.append(PieceSpan(kind, len(prefix), len(prefix) + len(ids), **fields))
+            prefix.extend(ids)
+        spans.append(PieceSpan("suffix", len(prefix), len(prefix) + len(self._suffix)))
+        return prefix, spans
 
     def decode(self, built: BuiltPrompt) -> str:
         return self.tokenizer.decode(built.tokens)

@@ -29,7 +29,7 @@ prefix the scorer's KV cache can reuse; the block changes from step to step.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence
 
 from .layout import BuiltPrompt, PieceSpan, PromptBuilder, PromptTooLongError
 
@@ -79,21 +79,14 @@ def build_working_memory_prompt(builder: PromptBuilder, goal: str, observation: 
         PromptTooLongError: the prompt does not fit the model's context (the block is never cut here: its
             budget is the policy's business, and a silently shortened block would falsify the budget).
     """
-    pieces: list[tuple[str, Any, str | tuple[int, ...]]] = [("header", None, builder._header)]
-    pieces.append(("task", None, f"Your task is to: {goal}\n"))
+    pieces: list[tuple[str, str | tuple[int, ...], dict]] = [("header", builder._header, {})]
+    pieces.append(("task", f"Your task is to: {goal}\n", {}))
     for p in block:
-        pieces.append((p.kind, p, p.text))
-    pieces.append(("current_observation", None, f"Current observation: {observation}\n"))
+        pieces.append((p.kind, p.text, {"item": p.item, "bank": p.bank, "band": p.band}))
+    pieces.append(("current_observation", f"Current observation: {observation}\n", {}))
     if reminder:
-        pieces.append(("reminder", None, f"{reminder_label}: {reminder}\n"))
-    prefix: list[int] = []
-    spans: list[PieceSpan] = []
-    for kind, p, text in pieces:
-        ids = text if isinstance(text, tuple) else builder._tok(text)
-        spans.append(PieceSpan(kind, len(prefix), len(prefix) + len(ids), None,
-                               item=p.item if p else None, bank=p.bank if p else None, band=p.band if p else None))
-        prefix.extend(ids)
-    spans.append(PieceSpan("suffix", len(prefix), len(prefix) + len(builder._suffix)))
+        pieces.append(("reminder", f"{reminder_label}: {reminder}\n", {}))
+    prefix, spans = builder.tokenize_pieces(pieces)
     built = BuiltPrompt(prefix=tuple(prefix), suffix=builder._suffix, spans=tuple(spans),
                         meta={"layout": "working_memory"})
     if built.n_tokens > builder.max_tokens:

@@ -188,37 +188,29 @@ def build_examples(
     builder dropped history to fit the context) starts a new example. ``negatives`` other admissible
     commands per step (from ``traj.meta["admissible"]``, drawn with ``seed``) ride along for the candidate loss.
     """
-    tok = builder.tokenizer
-    pieces = tuple(render_pieces(memory)) if memory is not None else None
-    mem_id = memory.task_id if memory is not None else None
-    out: list[PackedExample] = []
-    cur_prefix: tuple[int, ...] = ()
-    cur_steps: list[StepTarget] = []
-    suffix: tuple[int, ...] = ()
+    pieces = tuple(render_pieces(memory)) if memory is not None else ()
+    return build_policy_examples(traj, builder, _FixedMemory(pieces), None, max_pack_tokens, negatives, seed,
+                                 memory_id=memory.task_id if memory is not None else None)
 
-    def flush() -> None:
-        if cur_steps:
-            out.append(PackedExample(traj.task_id, cur_prefix, suffix, tuple(cur_steps), mem_id, traj.source))
 
-    for k, step in enumerate(traj.steps):
-        if not imitated(step.action):
-            continue
-        built = builder.build(
-            traj.initial_observation, traj.goal, traj.steps[:k], memory=pieces,
-            final_observation=step.observation if k else None,
-        )
-        suffix = built.suffix
-        negs = tuple(encode_target(tok, a) for a in sample_negatives(traj, k, negatives, seed))
-        target = StepTarget(len(built.prefix), encode_target(tok, step.action), step.action, negs)
-        extends = built.prefix[: len(cur_prefix)] == cur_prefix
-        branch = sum(_branch_len(suffix, s) for s in cur_steps + [target])
-        if cur_steps and (not extends or len(built.prefix) + branch > max_pack_tokens):
-            flush()
-            cur_steps = []
-        cur_prefix = built.prefix
-        cur_steps.append(target)
-    flush()
-    return out
+class _FixedMemory:
+    """The v1 recipe's memory as a policy: one entry's pieces (or none) at every step."""
+
+    name = "fixed"
+
+    def __init__(self, pieces: tuple) -> None:
+        from workbench.agents.policy import MemoryBlock
+
+        self._block = MemoryBlock(pieces=pieces)
+
+    def begin(self, task, goal: str, room: str) -> None:
+        pass
+
+    def memory(self, step: int, history) -> Any:
+        return self._block
+
+    def observe(self, step, next_observation: str) -> None:
+        pass
 
 
 def build_policy_examples(

@@ -58,19 +58,29 @@ class Gate(Protocol):
                active: bool) -> str: ...
 
 
-class TemporalGate:
-    """The stateful gate of the module docstring."""
+class _GateBase:
+    """What both gates share: a config, and inactive items hidden before any rule."""
 
-    name = "temporal"
+    name = "gate"
 
     def __init__(self, config: GateConfig | None = None) -> None:
         self.cfg = config or GateConfig()
 
     def decide(self, previous: str | None, s: float, demand: float, history: tuple[float, ...], role: str,
                active: bool) -> str:
+        return self._decide(previous, s, demand, history, role) if active else H
+
+    def _decide(self, previous, s, demand, history, role) -> str:
+        raise NotImplementedError
+
+
+class TemporalGate(_GateBase):
+    """The stateful gate of the module docstring."""
+
+    name = "temporal"
+
+    def _decide(self, previous, s, demand, history, role) -> str:
         c = self.cfg
-        if not active:
-            return H
         eligible = demand >= c.eligible
         if role == "protected":
             keep = previous == F and s >= c.theta_f - c.delta
@@ -99,18 +109,12 @@ class TemporalGate:
         return F
 
 
-class IndependentGate:
+class IndependentGate(_GateBase):
     """w/o Temporal Gate: each step's bands from that step's priorities alone (module docstring)."""
 
     name = "independent"
 
-    def __init__(self, config: GateConfig | None = None) -> None:
-        self.cfg = config or GateConfig()
-
-    def decide(self, previous: str | None, s: float, demand: float, history: tuple[float, ...], role: str,
-               active: bool) -> str:
+    def _decide(self, previous, s, demand, history, role) -> str:
         c = self.cfg
-        if not active:
-            return H
         z = F if s >= c.theta_f and demand >= c.eligible else A if s >= c.theta_a else H
         return A if z == H and role == "protected" else z

@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from workbench.registry import Registry
+
 from .assembly import Allocation, FixedShares, PriorityAllocation
 from .banks import FunctionalBanks, SinglePool, Store
 from .gate import Gate, IndependentGate, TemporalGate
@@ -38,25 +40,19 @@ class ArbiterVariant:
     description: str = ""
 
 
-_VARIANTS: dict[str, ArbiterVariant] = {}
+_VARIANTS: Registry[ArbiterVariant] = Registry("MemArbiter variant")
 
 
 def register_variant(variant: ArbiterVariant) -> ArbiterVariant:
-    if variant.name in _VARIANTS:
-        raise ValueError(f"arbiter variant '{variant.name}' is already registered")
-    _VARIANTS[variant.name] = variant
-    return variant
+    return _VARIANTS.register(variant.name, variant)
 
 
 def get_variant(name: str) -> ArbiterVariant:
-    try:
-        return _VARIANTS[name]
-    except KeyError:
-        raise ValueError(f"unknown MemArbiter variant '{name}' (known: {', '.join(list_variants())})") from None
+    return _VARIANTS.get(name)
 
 
 def list_variants() -> list[str]:
-    return list(_VARIANTS)
+    return _VARIANTS.names()
 
 
 register_variant(ArbiterVariant("arbiter", FunctionalBanks, DynamicSignals, TemporalGate, PriorityAllocation,
@@ -67,4 +63,4 @@ register_variant(ArbiterVariant("no-signals", FunctionalBanks, FixedSignals, Tem
                                 "w/o Dynamic Signals: a fixed allocation"))
 register_variant(ArbiterVariant("no-gate", FunctionalBanks, DynamicSignals, IndependentGate, PriorityAllocation,
                                 "w/o Temporal Gate: each step selected independently"))
-ABLATIONS = tuple(n for n in _VARIANTS if n != "arbiter")
+ABLATIONS = tuple(n for n in _VARIANTS.names() if n != "arbiter")

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from workbench.registry import Registry
+
 from workbench.llm.errors import LLMOutputError
 from workbench.llm.inputs import BankView
 from workbench.memory.retrieval import bm25_tokens
@@ -109,25 +111,19 @@ class ProactiveVariant:
     description: str = ""
 
 
-_VARIANTS: dict[str, ProactiveVariant] = {}
+_VARIANTS: Registry[ProactiveVariant] = Registry("proactive variant")
 
 
 def register_variant(v: ProactiveVariant) -> ProactiveVariant:
-    if v.name in _VARIANTS:
-        raise ValueError(f"proactive variant '{v.name}' is already registered")
-    _VARIANTS[v.name] = v
-    return v
+    return _VARIANTS.register(v.name, v)
 
 
 def get_variant(name: str) -> ProactiveVariant:
-    try:
-        return _VARIANTS[name]
-    except KeyError:
-        raise ValueError(f"unknown proactive variant '{name}' (known: {', '.join(_VARIANTS)})") from None
+    return _VARIANTS.get(name)
 
 
 def list_variants() -> list[str]:
-    return list(_VARIANTS)
+    return _VARIANTS.names()
 
 
 register_variant(ProactiveVariant("proactive", True, Selective(), "bank through four tools; reminder or silence"))
