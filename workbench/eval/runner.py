@@ -98,6 +98,8 @@ class RunConfig:
 
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype '{self.dtype}': expected one of {', '.join(DTYPES)}")
+        for name in ("task_types", "backend_args", "triggers"):  # config.json stores them as lists
+            object.__setattr__(self, name, tuple(getattr(self, name) or ()))
         takes = policy_options(self.memory)  # a clear error for unknown policies
         for opt, value in (("budget", self.budget), ("ablation", self.ablation), ("backend", self.backend),
                            ("backend_args", self.backend_args), ("interval", self.interval),
@@ -113,7 +115,6 @@ class RunConfig:
             object.__setattr__(self, "interval", 1)
         if self.interval is not None and self.interval < 1:
             raise ValueError(f"interval {self.interval}: expected at least 1")
-        object.__setattr__(self, "triggers", tuple(self.triggers))
         if self.triggers:
             from workbench.methods.proactive import EVENTS
 
@@ -130,7 +131,6 @@ class RunConfig:
         for kv in self.backend_args:
             if "=" not in kv:
                 raise ValueError(f"backend argument '{kv}': expected KEY=VALUE")
-        object.__setattr__(self, "backend_args", tuple(self.backend_args))
 
     def policy_key(self) -> tuple:
         """What a policy built for this run depends on (a worker reuses one policy per key)."""
