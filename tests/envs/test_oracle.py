@@ -113,3 +113,23 @@ def test_rollouts_from_off_plan_states_win_real_games():
             assert r["won"] and r["oracle_steps"] > 0, (e.task_id, r)
     finally:
         env.close()
+
+
+def test_an_action_doable_where_the_agent_stands_needs_no_walk():
+    """Receptacles can share a spot: at the toilet paper hanger, the plan's 'go to garbagecan 1' is not admissible,
+    but its take is."""
+    plan = ["go to garbagecan 1", "take toiletpaper 3 from toiletpaperhanger 1", "go to toilet 1",
+            "put toiletpaper 3 in/on toilet 1"]
+    steps = [("go to toiletpaperhanger 1", "On the toiletpaperhanger 1, you see a toiletpaper 3.")]
+    got = label_state(plan, state(steps, steps[-1][1]), ["take toiletpaper 3 from toiletpaperhanger 1", "go to toilet 1"])
+    assert got.action == "take toiletpaper 3 from toiletpaperhanger 1"
+
+
+def test_look_at_is_a_state_lamp_on_object_in_hand_at_the_lamp():
+    plan = ["go to desk 1", "use desklamp 1", "take pen 1 from desk 1"]  # the planner may light the lamp first
+    lit = [("go to desk 1", "On the desk 1, you see a desklamp 1, and a pen 1."), ("use desklamp 1", "You turn on the desklamp 1.")]
+    assert label_state(plan, state(lit, lit[-1][1]), ["take pen 1 from desk 1", "use desklamp 1"]).action == \
+        "take pen 1 from desk 1"
+    away = lit + [("take pen 1 from desk 1", "You pick up the pen 1 from the desk 1."),
+                  ("go to drawer 1", "The drawer 1 is closed.")]
+    assert label_state(plan, state(away, away[-1][1]), ["go to desk 1", "go to drawer 1"]).action == "go to desk 1"

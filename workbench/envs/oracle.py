@@ -23,8 +23,11 @@ object from.
    cooled one); ``open r`` while r is open, or once what it was opened for is done; ``put`` once o stands in a
    receptacle of R's type after its transformation (a dirty pan put on the counter is fetched again); ``use``
    once the lamp is on.
-4. Away from the target's location: ``go to`` it. There: the milestone's action; if it is not admissible and
-   ``open <location>`` is, open it first; a ``take`` of an object the agent has put elsewhere goes there.
+4. The milestone's action when it is admissible where the agent stands (ALFWorld receptacles can share a spot);
+   else ``go to`` the plan's location for it (or its receptacle, when that location cannot be walked to from
+   here). There: ``open <location>`` first if the action needs it; a ``take`` of an object the agent has put
+   elsewhere goes there. ``use`` (look-at) counts as done while the lamp is on, unless the agent carries the plan's
+   object away from it (the goal is the state lamp on + object in hand at the lamp, in any order).
 5. A result that is not among the admissible commands is no answer (``None``) with the reason, never a guess.
 
 The oracle is a labeller, not a player: it answers one state at a time and keeps nothing between calls.
@@ -136,8 +139,9 @@ def _achieved(ms: list[Milestone], k: int, st: OracleState) -> bool:
         r = _placed_at(b, m.obj)
         ready = all(_achieved(ms, j, st) for j in range(k) if ms[j].obj == m.obj and ms[j].template in _TRANSFORMS)
         return r is not None and entity_type(r) == entity_type(m.target) and ready
-    if m.template == "use X":
-        return b.lamp_on
+    if m.template == "use X":  # look-at's goal is a state: lamp on, the object in hand, at the lamp
+        carried_away = any(x.obj == b.holding for x in ms if x.template == "take X from Y") and b.location != m.location
+        return b.lamp_on and not carried_away
     return False
 
 
@@ -190,7 +194,11 @@ def label_state(plan: Sequence[str], state: OracleState, admissible: Sequence[st
     moved = _placed_at(b, m.obj) if m.template == "take X from Y" else None
     if moved and moved != m.target:  # objects move only when the agent moves them
         m = Milestone(f"take {m.obj} from {moved}", moved, m.template, m.obj, moved)
+    if normalize(m.action) in adm:  # doable from here (receptacles can share a spot): no walk needed
+        return Label(adm[normalize(m.action)], f"milestone {k}", k)
     if m.location and b.location != m.location:
+        if f"go to {m.location}" not in adm and m.target and f"go to {m.target}" in adm:
+            return _go(m.target, adm, f"towards milestone {k}: {m.action} (its receptacle)", k)
         return _go(m.location, adm, f"towards milestone {k}: {m.action}", k)
     if normalize(m.action) in adm:
         return Label(adm[normalize(m.action)], f"milestone {k}", k)
