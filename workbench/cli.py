@@ -191,6 +191,15 @@ def _cmd_dagger(a: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_proactive_sft(a: argparse.Namespace) -> int:
+    from workbench.eval.runner import load_run
+    from workbench.methods.proactive import export_sft
+
+    trajs = [t for run in a.runs for t in load_run(run)[0]]
+    print(json.dumps(export_sft(trajs, a.out) | {"out": a.out}))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="workbench", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -235,6 +244,12 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--dry-run", action="store_true", help="check the grid and print its configurations")
     _executor_args(sw)
     sw.set_defaults(fn=_cmd_sweep)
+
+    ps = sub.add_parser("proactive-sft", help="the proactive memory agent's records of run folders as a chat SFT set "
+                        "(prompts, tool calls, reminder or null) for TRL's SFTTrainer")
+    ps.add_argument("runs", nargs="+", help="run folders played with --memory proactive*")
+    ps.add_argument("--out", required=True, help="JSONL file to write")
+    ps.set_defaults(fn=_cmd_proactive_sft)
 
     dg = sub.add_parser("dagger", help="on-policy data for agent v2: roll the current agent out on valid_train "
                         "under every layout (rollout), then label each visited state with the expert (label)")

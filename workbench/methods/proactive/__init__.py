@@ -12,12 +12,13 @@ from workbench.agents.policy import register_policy
 
 from .bank import MAX_CONTENT_CHARS, MAX_STATUS_CHARS, PREFILTER_AT, Bank, BankCallError, Entry
 from .policy import WINDOW, ProactivePolicy
+from .sft import export_sft, sft_examples
 from .triggers import EVENTS, Trigger
 from .variants import ProactiveVariant, get_variant, list_variants, register_variant
 
 __all__ = ["ProactivePolicy", "Bank", "BankCallError", "Entry", "Trigger", "EVENTS", "WINDOW", "PREFILTER_AT",
            "MAX_STATUS_CHARS", "MAX_CONTENT_CHARS", "ProactiveVariant", "get_variant", "list_variants",
-           "register_variant"]
+           "register_variant", "sft_examples", "export_sft"]
 
 
 def _factory(name: str):

@@ -1,0 +1,82 @@
+"""The memory agent's records as a supervised fine-tuning set: the paper's open-weight path (distil a prompted
+memory agent into an open model).
+
+Every triggered step of a proactive run gives two chat examples, in the conversational tool-calling format of
+Hugging Face chat templates (what TRL's ``SFTTrainer`` takes: ``messages`` plus ``tools``):
+
+- **phase 1**: the ``proactive_update`` prompt exactly as the memory agent received it, then an assistant turn
+  whose ``tool_calls`` are the calls that were applied (rejected calls are not imitated), with the four tools'
+  JSON schemas in ``tools``;
+- **phase 2**: the ``proactive_intervene`` prompt, then the assistant's JSON reply ``{"reminder": ...}`` or
+  ``{"reminder": null}`` (silence is a target too).
+
+The prompts are rebuilt from the run's records: the window and the current observation from the trajectory, the
+bank by replaying the applied calls in order (the status included: the memory agent sees it). A run whose bank
+outgrew the 50-entry prefilter is rebuilt unfiltered, and its examples say ``"prefiltered": true``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+from workbench.llm.inputs import BankView, ProactiveInput
+from workbench.llm.protocol import ToolCall
+from workbench.llm.stages import render_stage
+from workbench.llm.tools import PROACTIVE_TOOLS
+from workbench.memory.trajectory import Trajectory, atomic_write_text
+
+from .bank import PREFILTER_AT, Bank
+from .policy import WINDOW
+
+__all__ = ["sft_examples", "export_sft"]
+
+
+def _messages(stage: str, payload: ProactiveInput) -> list[dict]:
+    msgs, _ = render_stage(stage, payload)
+    return [{"role": m.role, "content": m.content} for m in msgs]
+
+
+def sft_examples(traj: Trajectory, window: int = WINDOW) -> list[dict]:
+    """The phase-1 and phase-2 examples of one episode (module docstring)."""
+    steps = traj.meta.get("steps", [])
+    tools = [t.to_openai() for t in PROACTIVE_TOOLS]
+    bank = Bank()
+    out = []
+    for k, rec in enumerate(s.get("proactive") for s in steps):
+        if not rec or not rec.get("trigger"):
+            continue
+        current = traj.steps[k].observation if k else traj.initial_observation
+        history = traj.steps[max(0, k - window):k]
+
+        def payload() -> ProactiveInput:
+            view, _ = bank.view()
+            return ProactiveInput(goal=traj.goal, step=k, window=tuple(history), current_observation=current,
+                                  bank=view)
+
+        meta = {"task_id": traj.task_id, "step": k, "policy": traj.meta.get("memory_policy"),
+                "prefiltered": len(bank) > PREFILTER_AT}
+        calls = [ToolCall(name=c["name"], arguments=c["arguments"]) for c in rec.get("calls", [])]
+        if traj.meta.get("memory_policy") in ("proactive", "proactive-always", "proactive-passive"):
+            msgs = _messages("proactive_update", payload())
+            msgs.append({"role": "assistant", "content": "", "tool_calls": [
+                {"type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in calls]})
+            out.append({"messages": msgs, "tools": tools, "phase": 1, **meta})
+        bank.apply(calls, k)
+        if traj.meta.get("memory_policy") in ("proactive", "proactive-always", "proactive-advisor"):
+            p2 = payload()
+            msgs = _messages("proactive_intervene", p2)
+            said = None if rec.get("fallback") else rec.get("reminder")  # always-on's fallback is not the agent's
+            msgs.append({"role": "assistant", "content": json.dumps({"reminder": said})})
+            out.append({"messages": msgs, "phase": 2, **meta})
+    return out
+
+
+def export_sft(trajs: Iterable[Trajectory], path: str | Path) -> dict:
+    """Write every episode's examples to ``path`` (JSONL, atomic); returns counts by phase."""
+    rows = [ex for t in trajs for ex in sft_examples(t)]
+    atomic_write_text(path, "".join(json.dumps(r) + "\n" for r in rows))
+    return {"examples": len(rows), "phase_1": sum(r["phase"] == 1 for r in rows),
+            "phase_2": sum(r["phase"] == 2 for r in rows), "silent": sum(r["phase"] == 2 and
+            json.loads(r["messages"][-1]["content"])["reminder"] is None for r in rows)}
