@@ -122,7 +122,9 @@ class RunConfig:
             if bad:
                 raise ValueError(f"trigger '{bad[0]}': expected one of {', '.join(EVENTS)}")
         if "backend" in takes and self.backend is None:
-            object.__setattr__(self, "backend", "offline-alfworld")
+            from workbench.llm.registry import OFFLINE_BACKEND
+
+            object.__setattr__(self, "backend", OFFLINE_BACKEND)
         if self.ablation is not None:
             from workbench.methods.arbiter import ABLATIONS
 
@@ -258,9 +260,9 @@ def build_policy(name: str, retriever: str = "minilm", *, budget: int | None = N
     if "triggers" in takes:
         options["triggers"] = tuple(triggers)
     if "backend" in takes:
-        from workbench.llm.registry import get_backend
+        from workbench.llm.registry import OFFLINE_BACKEND, get_backend
 
-        options["backend"] = get_backend(backend or "offline-alfworld",
+        options["backend"] = get_backend(backend or OFFLINE_BACKEND,
                                          **dict(kv.split("=", 1) for kv in backend_args))
     return factory(**options)
 

@@ -80,6 +80,9 @@ def _scripted(**kwargs: Any) -> Backend:
     return ScriptedBackend(**kwargs)
 
 
+# The default backend of every method's LLM stages: the deterministic offline ALFWorld algorithms, named so in tables.
+OFFLINE_BACKEND = "offline-alfworld"
+
 register_backend("openai", _openai)
 register_backend("local", _local)
 register_backend("offline-alfworld", _offline_alfworld)

@@ -24,7 +24,7 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from workbench.envs.oracle import label_state, replay_state
+from workbench.envs.oracle import label_trajectory_states
 from workbench.memory.trajectory import Trajectory, atomic_write_text, iter_jsonl_dicts
 
 from .data import admissible_at
@@ -36,17 +36,10 @@ __all__ = ["label_trajectory", "label_run", "rollout_grid", "label_report", "wri
 
 def label_trajectory(traj: Trajectory, plan: Sequence[str]) -> list[str | None]:
     """The oracle's action at each state of ``traj`` (None where it has no answer or no admissible list)."""
-    obs = [s.observation for s in traj.steps]
-    acts = traj.actions()
-    out: list[str | None] = []
-    for k in range(traj.n_steps):
-        adm = admissible_at(traj, k)
-        if not adm:
-            out.append(None)
-            continue
-        st = replay_state(acts[:k], obs[:k], obs[k] if k else "", traj.initial_observation)
-        out.append(label_state(plan, st, adm).action)
-    return out
+    labels = label_trajectory_states(plan, [s.observation for s in traj.steps], traj.actions(),
+                                     [admissible_at(traj, k) for k in range(traj.n_steps)],
+                                     initial_observation=traj.initial_observation)
+    return [lab.action for lab in labels]
 
 
 def label_run(run_dir: str | Path, plans: dict[str, Sequence[str]], tag: str) -> list[Trajectory]:

@@ -257,7 +257,7 @@ def build_policy_examples(
             suffix = built.suffix
             negs = tuple(encode_target(tok, a) for a in sample_negatives(traj, k, negatives, seed, target=action))
             target = StepTarget(len(built.prefix), encode_target(tok, action), action, negs)
-            extends = built.prefix[: len(cur_prefix)] == cur_prefix and len(built.prefix) >= len(cur_prefix)
+            extends = built.prefix[: len(cur_prefix)] == cur_prefix
             branch = sum(_branch_len(suffix, s) for s in cur_steps + [target])
             if cur_steps and (not extends or len(built.prefix) + branch > max_pack_tokens):
                 flush()

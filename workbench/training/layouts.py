@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from workbench.envs.base import Task
 from workbench.memory.trajectory import Trajectory
 
+from .data import _stable_seed
+
 __all__ = ["Layout", "LAYOUTS", "BUDGETS", "LayoutSampler", "layout_policy", "layout_counts", "task_of"]
 
 BUDGETS = (500, 750)
@@ -58,12 +60,6 @@ LAYOUTS: tuple[Layout, ...] = (
 )
 
 
-def _seed(*parts: object) -> int:
-    import hashlib
-
-    return int(hashlib.sha1("|".join(map(str, parts)).encode()).hexdigest()[:12], 16)
-
-
 class LayoutSampler:
     """The layout of one (trajectory, epoch): uniform over ``layouts``, then a budget uniform over ``BUDGETS``.
 
@@ -76,7 +72,7 @@ class LayoutSampler:
         self.layouts, self.seed, self.budgets = tuple(layouts), seed, tuple(budgets)
 
     def __call__(self, traj: Trajectory, epoch: int) -> Layout:
-        rng = random.Random(_seed(self.seed, traj.task_id, traj.source, traj.meta.get("rollout", ""), epoch))
+        rng = random.Random(_stable_seed(self.seed, traj.task_id, traj.source, traj.meta.get("rollout", ""), epoch))
         lay = rng.choice(self.layouts)
         if lay.budgeted:
             lay = Layout(lay.memory, lay.ablation, True, rng.choice(self.budgets))

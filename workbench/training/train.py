@@ -113,10 +113,12 @@ def planned_layouts(trajs: list, sampler: Any, slots: int, seed: int) -> dict:
     from workbench.training.layouts import layout_counts
 
     n = len(trajs)
+    orders: dict[int, list[int]] = {}
     chosen = []
     for i in range(slots):
         epoch, j = divmod(i, n)
-        chosen.append(sampler(trajs[epoch_order(n, epoch, seed)[j]], epoch))
+        order = orders.setdefault(epoch, epoch_order(n, epoch, seed))
+        chosen.append(sampler(trajs[order[j]], epoch))
     return layout_counts(chosen)
 
 

@@ -32,6 +32,7 @@ from typing import Any
 from workbench.agents.policy import MemoryBlock
 from workbench.envs.base import Task
 from workbench.llm.errors import LLMOutputError
+from workbench.llm.registry import OFFLINE_BACKEND, get_backend
 from workbench.llm.inputs import StateParserInput, WriterInput
 from workbench.envs.alfworld_text import is_failure, normalize
 from workbench.llm.schemas import ParsedState
@@ -50,11 +51,6 @@ ROW_FIELDS = ("id", "bank", "gate", "shown", "eta", "transition")
 DEFAULT_BUDGET = 500
 
 
-def default_backend():
-    from workbench.llm.registry import get_backend
-
-    return get_backend("offline-alfworld")
-
 
 class ArbiterPolicy:
     """MemArbiter (or one of its ablations) behind the MemoryPolicy seam.
@@ -72,7 +68,7 @@ class ArbiterPolicy:
         self.budget = budget
         self.variant = get_variant(variant)
         self.name = "arbiter" if variant == "arbiter" else f"arbiter/{variant}"
-        self.backend = backend if backend is not None else default_backend()
+        self.backend = backend if backend is not None else get_backend(OFFLINE_BACKEND)
         self.store = self.variant.store()
         self.signals = self.variant.signals()
         self.gate = self.variant.gate()

@@ -28,6 +28,7 @@ from typing import Any
 from workbench.agents.policy import MemoryBlock
 from workbench.envs.base import Task
 from workbench.llm.errors import LLMOutputError
+from workbench.llm.registry import OFFLINE_BACKEND, get_backend
 from workbench.llm.inputs import BankView, ProactiveInput
 from workbench.envs.alfworld_text import is_failure, normalize, parse_action
 from workbench.llm.stages import run_stage
@@ -42,11 +43,6 @@ __all__ = ["ProactivePolicy", "WINDOW"]
 
 WINDOW = 10  # steps of recent trajectory the memory agent reads
 
-
-def default_backend():
-    from workbench.llm.registry import get_backend
-
-    return get_backend("offline-alfworld")
 
 
 class ProactivePolicy:
@@ -66,7 +62,7 @@ class ProactivePolicy:
         self.variant = get_variant(variant)
         self.name = variant
         self.trigger = Trigger(interval, tuple(events))
-        self.backend = backend if backend is not None else default_backend()
+        self.backend = backend if backend is not None else get_backend(OFFLINE_BACKEND)
         self.window = window
         self.begin(None, "", "")  # type: ignore[arg-type]
 
@@ -105,7 +101,7 @@ class ProactivePolicy:
         if loc:
             self._locations.add(loc)
         why = self.trigger.fires(step, failed=failed, repeated=repeated, new_location=new_location)
-        rec: dict = {"trigger": why, "calls": [], "errors": [], "reminder": None, "silent": why is not None,
+        rec: dict = {"trigger": why, "calls": [], "errors": [], "reminder": None, "silent": False,
                      "n_calls": 0, "latency_ms": 0.0}
         before = set(self.bank.entries)
         reminder, label = None, "Reminder"
