@@ -1,4 +1,5 @@
-"""``workbench run | sweep | merge-runs | experts | reproduce | heads | utilization``: the command line over the library."""
+"""``workbench run | sweep | refine | memory | merge-runs | experts | reproduce | heads | utilization | dagger``: the
+command line over the library."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ def _cmd_run(a: argparse.Namespace) -> int:
         teacher_forcing=not a.no_teacher_forcing, decode=a.decode, dtype=a.dtype,
         teacher_forcing_tasks=a.teacher_forcing_tasks, budget=a.budget, ablation=a.ablation,
         backend=a.backend, backend_args=tuple(a.backend_arg or ()), interval=a.interval,
-        triggers=tuple(a.trigger or ()), record_admissible=a.record_admissible,
+        triggers=tuple(a.trigger or ()), record_admissible=a.record_admissible, memory_base=a.memory_base,
     )
     metrics = run(cfg, resume=a.resume, workers=a.workers, ray_address=a.ray_address)
     print(json.dumps({k: metrics[k] for k in _SUMMARY} | {"teacher_forced": metrics.get("teacher_forced")}))
@@ -191,6 +192,88 @@ def _cmd_dagger(a: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_refine(a: argparse.Namespace) -> int:
+    from workbench.methods.agmr import RefineConfig, refine
+
+    heads: tuple = ()
+    if a.heads or a.scores:
+        parsed = _parse_heads(a)
+        if parsed is None:
+            from workbench.attention import HeadScores
+
+            parsed = HeadScores.load(a.scores, model_name=a.model).top_k(a.k)
+        heads = tuple(tuple(h) for h in parsed)
+    cfg = RefineConfig(split=a.split, tasks=a.tasks, model=a.model, dtype=a.dtype, heads=heads, backend=a.backend,
+                       backend_args=tuple(a.backend_arg or ()), variant=a.variant, max_attempts=a.max_attempts,
+                       reward_gain=a.reward_gain, weak_rule=a.weak_rule, retriever=a.retriever,
+                       max_steps=a.max_steps, source=a.base)
+    stats = refine(cfg, a.base_out)
+    print(json.dumps({k: v for k, v in stats.items() if k not in ("config", "source")} | {"base": a.base_out}))
+    return 0
+
+
+def _open_store(folder: str):
+    from pathlib import Path
+
+    from workbench.memory import MemoryBase
+
+    if not (Path(folder) / "entries.jsonl").exists():
+        raise FileNotFoundError(f"{folder}: no memory base there (no entries.jsonl)")
+    return MemoryBase(folder)
+
+
+def _entry_of(store, entry_id: str):
+    try:
+        return store.get(entry_id)
+    except KeyError as e:
+        raise ValueError(str(e).strip("'\"")) from None
+
+
+def _cmd_memory(a: argparse.Namespace) -> int:
+    from workbench.memory import entry_diff
+
+    store = _open_store(a.base)
+    if a.action == "stats":
+        from workbench.methods.agmr import refine_stats
+
+        print(json.dumps(refine_stats(a.base), indent=1))
+        return 0
+    if a.action == "log":
+        if a.entry:
+            _entry_of(store, a.entry)
+        for r in store.commits():
+            if a.entry and r.entry_id != a.entry:
+                continue
+            p = r.provenance
+            print(json.dumps({"entry": r.entry_id, "version": r.version, "reason": r.reason, "time": r.timestamp,
+                              "task": p.get("refinement_task"), "branch": p.get("branch"),
+                              "pattern": p.get("pattern"), "rule_pattern": p.get("rule_pattern"),
+                              "verification": p.get("verification"), "rollback_to": p.get("rollback_to")}))
+        return 0
+    if not a.entry:
+        raise ValueError(f"memory {a.action}: name the entry (workbench memory {a.action} DIR ENTRY_ID; "
+                         "`workbench memory log DIR` lists the refined ones)")
+    current = _entry_of(store, a.entry)
+    if a.action == "diff":
+        versions = [r.version for r in store.history(a.entry)]
+        new_v = current.version if a.to is None else a.to
+        old_v = a.from_ if a.from_ is not None else max([v for v in versions if v < new_v], default=new_v)
+        try:
+            old, new = store.at_version(a.entry, old_v), store.at_version(a.entry, new_v)
+        except KeyError as e:
+            raise ValueError(str(e).strip("'\"")) from None
+        print(entry_diff(old, new) or f"{a.entry}: versions {old_v} and {new_v} are the same")
+        return 0
+    versions = [r.version for r in store.history(a.entry)]
+    to = a.to if a.to is not None else max([v for v in versions if v < current.version], default=current.version)
+    try:
+        stored = store.rollback(a.entry, to, reason=f"rollback to version {to} (workbench memory rollback)")
+    except KeyError as e:
+        raise ValueError(str(e).strip("'\"")) from None
+    print(json.dumps({"entry": a.entry, "rolled_back_to": to, "version": stored.version}))
+    return 0
+
+
 def _cmd_proactive_sft(a: argparse.Namespace) -> int:
     from workbench.eval.runner import load_run
     from workbench.methods.proactive import export_sft
@@ -226,6 +309,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="an argument of --backend, e.g. base_url=http://127.0.0.1:8080/v1 (repeatable)")
     r.add_argument("--model", default=DEFAULT_AGENT, help=MODEL_HELP)
     r.add_argument("--retriever", default="minilm", help="minilm | bm25")
+    r.add_argument("--memory-base", metavar="DIR", help="the memory base icl / traj / awm read (e.g. one `workbench "
+                   "refine` wrote); default: the valid_train expert trajectories")
     r.add_argument("--max-steps", type=int, default=50)
     r.add_argument("--out", required=True)
     r.add_argument("--resume", action="store_true", help="continue a killed run: skips finished episodes")
@@ -244,6 +329,38 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--dry-run", action="store_true", help="check the grid and print its configurations")
     _executor_args(sw)
     sw.set_defaults(fn=_cmd_sweep)
+
+    rf = sub.add_parser("refine", help="AGMR: refine a copy of a memory base on a split's tasks (Algorithm 1: "
+                        "execute, reflect, refine with C, verify by re-execution, commit or roll back); resumes")
+    rf.add_argument("--split", default="valid_seen")
+    rf.add_argument("--tasks", default="all", help="slice of the split's sorted tasks: 0:20, all")
+    rf.add_argument("--base-out", required=True, metavar="DIR", help="the refined base (a copy; created, or resumed)")
+    rf.add_argument("--base", metavar="DIR", help="the base to refine (default: valid_train expert trajectories)")
+    rf.add_argument("--backend", default="offline-alfworld", help="LLM backend of the reflector and refiner "
+                    "(offline-alfworld: the deterministic algorithms, which read the task's expert plan; openai; local)")
+    rf.add_argument("--backend-arg", action="append", metavar="KEY=VALUE", help="an argument of --backend")
+    rf.add_argument("--variant", default="agmr", help="agmr | no-agr (the reflector edits directly, no C)")
+    rf.add_argument("--max-attempts", type=int, default=3, help="K, failure-branch attempts")
+    rf.add_argument("--reward-gain", type=float, default=0.3, help="also accept a failure edit whose reward rises this much")
+    rf.add_argument("--weak-rule", default="relative", help="relative | global_capped | global (appendix E.2)")
+    rf.add_argument("--model", default=DEFAULT_AGENT, help=MODEL_HELP)
+    _dtype_arg(rf)
+    rf.add_argument("--scores", help="head_scores.json of this model (default: its committed retrieval heads)")
+    rf.add_argument("--heads", nargs="*", help="retrieval heads as LAYER.HEAD")
+    rf.add_argument("--k", type=int, default=5)
+    rf.add_argument("--retriever", default="minilm")
+    rf.add_argument("--max-steps", type=int, default=50)
+    rf.set_defaults(fn=_cmd_refine)
+
+    mb = sub.add_parser("memory", help="read and revert a memory base: log (commits with provenance), diff, "
+                        "rollback, stats (a refinement's statistics)")
+    mb.add_argument("action", choices=("log", "diff", "rollback", "stats"))
+    mb.add_argument("base", metavar="DIR")
+    mb.add_argument("entry", nargs="?", help="entry id (diff, rollback; log: only this entry)")
+    mb.add_argument("--from", dest="from_", type=int, help="diff: the older version (default: the one before --to)")
+    mb.add_argument("--to", type=int, help="diff: the newer version (default current); rollback: the version to "
+                    "restore (default: the one before the current)")
+    mb.set_defaults(fn=_cmd_memory)
 
     ps = sub.add_parser("proactive-sft", help="the proactive memory agent's records of run folders as a chat SFT set "
                         "(prompts, tool calls, reminder or null) for TRL's SFTTrainer")

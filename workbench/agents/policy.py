@@ -13,7 +13,7 @@ from typing import Protocol, runtime_checkable
 from workbench.envs.base import Task
 from workbench.memory.trajectory import MemoryEntry, Step
 
-__all__ = ["MemoryBlock", "MemoryPolicy", "NoMemory", "FixedICL", "RetrievedTrajectory", "register_policy", "get_policy", "policy_options", "list_policies"]
+__all__ = ["MemoryBlock", "MemoryPolicy", "NoMemory", "FixedICL", "RetrievedTrajectory", "FixedEntry", "register_policy", "get_policy", "policy_options", "list_policies"]
 
 
 @dataclass(frozen=True)
@@ -104,6 +104,20 @@ class _StaticEntry:
         pass
 
 
+class FixedEntry(_StaticEntry):
+    """One given entry at every step of every episode (AGMR executes a task with m* and re-executes it with m')."""
+
+    name = "fixed-entry"
+
+    def __init__(self, entry: MemoryEntry, meta: dict | None = None) -> None:
+        super().__init__()
+        self.entry = entry
+        self._meta = {"memory_entry": entry.entry_id, "memory_version": entry.version, **(meta or {})}
+
+    def _choose(self, task: Task, goal: str) -> tuple[MemoryEntry | None, dict]:
+        return self.entry, dict(self._meta)
+
+
 class FixedICL(_StaticEntry):
     """One fixed demonstration per task type (the same for every task of that type), as in ReAct's ICL.
 
@@ -145,7 +159,7 @@ class RetrievedTrajectory(_StaticEntry):
 
 
 _POLICIES: dict[str, type] = {"none": NoMemory, "icl": FixedICL, "traj": RetrievedTrajectory}
-_OPTIONS: dict[str, tuple[str, ...]] = {"none": (), "icl": (), "traj": ("retriever",)}
+_OPTIONS: dict[str, tuple[str, ...]] = {"none": (), "icl": ("memory_base",), "traj": ("retriever", "memory_base")}
 
 
 def register_policy(name: str, cls, options: tuple[str, ...] = ()) -> None:

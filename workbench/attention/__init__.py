@@ -14,7 +14,9 @@ from workbench.attention.diagnosis import (
     DiagnosisConfig,
     FailureDiagnosis,
     FailurePattern,
+    diagnose_column,
     diagnose_failure,
+    entry_scale,
     weakly_used_segments,
 )
 from workbench.attention.experiments import (
@@ -27,7 +29,8 @@ from workbench.attention.experiments import (
     try_load_model,
 )
 from workbench.attention.head_set import Head, HeadSet, kv_head_of
-from workbench.attention.heads import HeadScores, HeadScoresRecord, SupervisionPair, score_heads
+from workbench.attention.heads import (HEADS_ASSETS, HeadScores, HeadScoresRecord, SupervisionPair,
+                                      default_retrieval_heads, score_heads)
 from workbench.attention.instrument import CaptureInstrument, HeadMaskInstrument
 from workbench.attention.masking import mask_heads_hooks, random_heads
 from workbench.attention.recording import (
@@ -111,6 +114,10 @@ __all__ = [
     "mask_heads_hooks",
     "random_heads",
     "score_heads",
+    "default_retrieval_heads",
+    "HEADS_ASSETS",
+    "diagnose_column",
+    "entry_scale",
     "segments_to_mask",
     "utilization_matrix",
 ]

@@ -11,8 +11,12 @@ column C[:, j] is compared with the ideal use "i is attended". With ``alpha = at
 ``scale`` is by default the entry's own ``median_k c^max_k`` (the statistic E.2 uses): "attended" then means
 "near the peaks this entry reaches when it is used", so a step where attention collapses on every segment reads
 as missed. ``reference="column"`` uses ``max_k C[k, j]`` instead (i is compared with the best-read segment of
-that step only; the rule of ``workbench.llm.offline.refiner.diagnose``). In the missed case the distractors
-listed as evidence are the segments that are themselves attended (``C[k, j] >= alpha * scale``).
+that step only). In the missed case the distractors listed as evidence are the segments that are themselves
+attended (``C[k, j] >= alpha * scale``).
+
+This is the one rule of the workbench: the reports' pattern tables, AGMR's loop and the offline refiner
+(``workbench.llm.offline.refiner``, which sees only the column and the scale) all call
+:func:`diagnose_column`.
 
 Successes. A segment is weakly utilized (a simplification candidate) by E.2's ALFWorld rule
 ``c^max_l < 1.2 * median_k c^max_k  and  c^max_l / c-bar_l < 3.5`` (a segment never attended, c^max = 0, is weak),
@@ -31,7 +35,8 @@ from torch import Tensor
 
 from workbench.attention.utilization import UtilizationMatrix
 
-__all__ = ["DiagnosisConfig", "FailureDiagnosis", "FailurePattern", "diagnose_failure", "weakly_used_segments"]
+__all__ = ["DiagnosisConfig", "FailureDiagnosis", "FailurePattern", "diagnose_failure", "diagnose_column",
+           "entry_scale", "weakly_used_segments"]
 
 FailurePattern = Literal["attended_but_wrong", "missed_relevant", "distracted_by_irrelevant"]
 
@@ -106,14 +111,39 @@ def diagnose_failure(
     n_seg, n_steps = C.shape
     if not 0 <= step < n_steps or not 0 <= segment < n_seg:
         raise ValueError(f"step={step}, segment={segment} outside C of {n_seg} segments x {n_steps} steps")
-    col = C[:, step]
-    value = float(col[segment])
-    if config.reference == "entry":
-        scale = float(torch.quantile(C.max(dim=1).values, 0.5))
-    elif config.reference == "column":
-        scale = float(col.max())
-    else:
+    if config.reference not in ("entry", "column"):
         raise ValueError(f"DiagnosisConfig.reference='{config.reference}' is not one of entry, column")
+    scale = entry_scale(C) if config.reference == "entry" else None
+    return diagnose_column(C[:, step], segment, scale, config, step=step)
+
+
+def entry_scale(C: Float[Tensor, "segment step"] | UtilizationMatrix) -> float:
+    """The entry's reference for "attended": ``median_k c^max_k``."""
+    return float(torch.quantile(_matrix(C).max(dim=1).values, 0.5))
+
+
+def diagnose_column(
+    column: Float[Tensor, " segment"] | list[float] | tuple[float, ...],
+    segment: int,
+    scale: float | None = None,
+    config: DiagnosisConfig = DiagnosisConfig(),
+    *,
+    step: int = -1,
+) -> FailureDiagnosis:
+    """The failure rule on one column ``C[:, j]`` (module docstring).
+
+    Args:
+        column: utilization of every segment at the critical step.
+        segment: i, the segment supporting the correct action.
+        scale: the reference for "attended" (:func:`entry_scale` of the whole C); None: the column's max.
+        step: j, recorded in the result (-1 when only the column is known).
+    """
+    col = torch.as_tensor(column, dtype=torch.float32).flatten()
+    n_seg = int(col.shape[0])
+    if n_seg == 0 or not 0 <= segment < n_seg:
+        raise ValueError(f"segment={segment} is not a row of a column of {n_seg} segments")
+    value = float(col[segment])
+    scale = float(col.max()) if scale is None else float(scale)
     floor = config.attended_fraction * scale
     missed = value <= 0 or value < floor  # an all-zero entry is missed even when the whole matrix is zero
     bar = floor if missed else config.distractor_ratio * value

@@ -26,7 +26,29 @@ from workbench.attention.capture import AttentionCapture
 from workbench.attention.head_set import Head, HeadSet
 from workbench.models.loading import LoadedModel
 
-__all__ = ["HeadScores", "HeadScoresRecord", "SupervisionPair", "score_heads"]
+__all__ = ["HeadScores", "HeadScoresRecord", "SupervisionPair", "score_heads", "default_retrieval_heads",
+           "HEADS_ASSETS"]
+
+HEADS_ASSETS = Path(__file__).resolve().parents[1] / "assets" / "heads"
+
+
+def default_retrieval_heads(model_name: str) -> list[Head]:
+    """The committed retrieval heads of a registered model (``assets/heads/<name>.json``, with where they came from).
+
+    Raises:
+        FileNotFoundError: none committed for this model; the message says how to score them.
+    """
+    path = HEADS_ASSETS / f"{model_name}.json"
+    if not path.exists():
+        known = sorted(p.stem for p in HEADS_ASSETS.glob("*.json"))
+        raise FileNotFoundError(
+            f"no committed retrieval heads for model '{model_name}' (committed: {', '.join(known) or 'none'}); "
+            f"score them with `workbench heads score --model {model_name} --split valid_seen --out F` and pass "
+            "--scores F, or pass --heads LAYER.HEAD ...")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if data.get("model") != model_name:
+        raise ValueError(f"{path}: field 'model' is {data.get('model')!r}, expected {model_name!r}")
+    return [(int(layer), int(head)) for layer, head in data["heads"]]
 
 SupervisionPair = tuple[Sequence[int], Sequence[int]]  # (token_ids, key_positions of the key context)
 

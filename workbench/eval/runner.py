@@ -64,6 +64,8 @@ class RunConfig:
         interval: the proactive memory agent runs at step 0 and every ``interval`` steps (1 when not given).
         triggers: its extra event triggers (failed, repeated, new-location).
         record_admissible: keep every step's admissible commands in the episode records (on-policy data).
+        memory_base: the memory base folder icl / traj / awm read (e.g. one ``workbench refine`` wrote); None: the
+            default base (valid_train expert trajectories).
     """
 
     out: str
@@ -87,6 +89,7 @@ class RunConfig:
     interval: int | None = None
     triggers: tuple[str, ...] = ()
     record_admissible: bool = False
+    memory_base: str | None = None
 
     @property
     def tf_tasks(self) -> str:
@@ -103,7 +106,7 @@ class RunConfig:
         takes = policy_options(self.memory)  # a clear error for unknown policies
         for opt, value in (("budget", self.budget), ("ablation", self.ablation), ("backend", self.backend),
                            ("backend_args", self.backend_args), ("interval", self.interval),
-                           ("triggers", self.triggers)):
+                           ("triggers", self.triggers), ("memory_base", self.memory_base)):
             if value not in (None, ()) and opt not in takes and not (opt == "backend_args" and "backend" in takes):
                 raise ValueError(f"--{opt.replace('_', '-')} does not apply to --memory {self.memory} "
                                  f"(it takes: {', '.join(takes) or 'no options'})")
@@ -133,16 +136,20 @@ class RunConfig:
         for kv in self.backend_args:
             if "=" not in kv:
                 raise ValueError(f"backend argument '{kv}': expected KEY=VALUE")
+        if self.memory_base is not None and not (Path(self.memory_base) / "entries.jsonl").exists():
+            raise ValueError(f"--memory-base {self.memory_base}: no memory base there (no entries.jsonl); pass a "
+                             "folder `workbench refine --base-out` wrote, or leave it out for the default base")
 
     def policy_key(self) -> tuple:
         """What a policy built for this run depends on (a worker reuses one policy per key)."""
         return (self.memory, self.retriever, self.budget, self.ablation, self.backend, self.backend_args,
-                self.interval, self.triggers)
+                self.interval, self.triggers, self.memory_base)
 
     @property
     def method(self) -> str:
         """The memory condition as tables name it: ``arbiter/no-gate@500``, ``flat-recency@750``, ``traj``."""
         name = self.memory + (f"/{self.ablation}" if self.ablation else "")
+        name += f"[{Path(self.memory_base).name}]" if self.memory_base else ""
         name += f"@{self.budget}" if self.budget is not None else ""
         name += f"/k={self.interval}" if self.interval not in (None, 1) else ""
         return name + (f"+{'+'.join(self.triggers)}" if self.triggers else "")
@@ -236,7 +243,7 @@ def batch_metrics(trajs: list[Trajectory]) -> dict:
 
 def build_policy(name: str, retriever: str = "minilm", *, budget: int | None = None, ablation: str | None = None,
                  backend: str | None = None, backend_args: tuple[str, ...] = (), interval: int | None = None,
-                 triggers: tuple[str, ...] = ()):
+                 triggers: tuple[str, ...] = (), memory_base: str | None = None):
     """A memory policy: none/icl/traj over the default memory base (valid_train planner trajectories), or a
     method's policy (arbiter, flat-recency, flat-retrieval, proactive...) with its options."""
     from workbench.agents.policy import FixedICL, NoMemory, RetrievedTrajectory, get_policy, policy_options
@@ -247,7 +254,9 @@ def build_policy(name: str, retriever: str = "minilm", *, budget: int | None = N
     if name == "none":
         return NoMemory()
     if name in ("icl", "traj"):
-        base = default_memory_base()
+        from workbench.memory.base import MemoryBase
+
+        base = MemoryBase(memory_base) if memory_base else default_memory_base()
         return FixedICL(base) if name == "icl" else RetrievedTrajectory(get_retriever(retriever, base))
     takes = policy_options(name)
     options: dict = {}
@@ -259,6 +268,8 @@ def build_policy(name: str, retriever: str = "minilm", *, budget: int | None = N
         options["interval"] = interval
     if "triggers" in takes:
         options["triggers"] = tuple(triggers)
+    if "memory_base" in takes:
+        options["memory_base"] = memory_base
     if "backend" in takes:
         from workbench.llm.registry import OFFLINE_BACKEND, get_backend
 
@@ -270,7 +281,8 @@ def build_policy(name: str, retriever: str = "minilm", *, budget: int | None = N
 def policy_for(cfg: "RunConfig"):
     """The memory policy of run ``cfg``."""
     return build_policy(cfg.memory, cfg.retriever, budget=cfg.budget, ablation=cfg.ablation, backend=cfg.backend,
-                        backend_args=cfg.backend_args, interval=cfg.interval, triggers=cfg.triggers)
+                        backend_args=cfg.backend_args, interval=cfg.interval, triggers=cfg.triggers,
+                        memory_base=cfg.memory_base)
 
 
 def run(cfg: RunConfig, resume: bool = False, progress: bool = True, lm=None, workers: int | None = None,

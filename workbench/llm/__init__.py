@@ -23,12 +23,15 @@ from .errors import LLMConfigError, LLMError, LLMOutputError, LLMTimeoutError, L
 from .inputs import (
     BankEntry,
     BankView,
+    DirectFailureEditInput,
+    DirectSuccessEditInput,
     FailureRefinerInput,
     ProactiveInput,
     ReflectorInput,
     RetrievalAnalyzerInput,
     StateParserInput,
     SuccessRefinerInput,
+    WorkflowInput,
     WriterInput,
 )
 from .local import LocalBackend
@@ -42,6 +45,7 @@ from .schemas import (
     PATTERNS,
     CandidateItem,
     CandidateWrites,
+    DirectEdit,
     FailureReflection,
     Intervention,
     ParsedState,
@@ -50,6 +54,7 @@ from .schemas import (
     RetrievalAnalysis,
     SegmentEdit,
     SuccessReflection,
+    Workflow,
 )
 from .scripted import ScriptedBackend
 from .stages import Stage, get_stage, list_stages, register_stage, render_stage, run_stage
@@ -73,7 +78,8 @@ __all__ = [
     "RetrievalAnalysis", "FailureReflection", "RedundantSegment", "SuccessReflection", "SegmentEdit",
     "Refinement", "PATTERNS", "BANKS", "CandidateItem", "CandidateWrites", "ParsedState", "Intervention",
     "RetrievalAnalyzerInput", "ReflectorInput", "FailureRefinerInput", "SuccessRefinerInput", "WriterInput",
-    "StateParserInput", "ProactiveInput", "BankView", "BankEntry",
+    "StateParserInput", "ProactiveInput", "BankView", "BankEntry", "DirectFailureEditInput", "DirectSuccessEditInput",
+    "WorkflowInput", "DirectEdit", "Workflow",
     "PROACTIVE_TOOLS", "format_text_tool_call", "text_tool_instructions",
     "apply_segment_edits", "parse_segment_text", "segment_text", "SegmentEditError",
     # errors

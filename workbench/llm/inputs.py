@@ -7,6 +7,8 @@ project's own records (:mod:`workbench.memory.trajectory`).
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from workbench.memory.trajectory import MemoryEntry, Step, Trajectory
@@ -18,6 +20,9 @@ __all__ = [
     "ReflectorInput",
     "FailureRefinerInput",
     "SuccessRefinerInput",
+    "DirectFailureEditInput",
+    "DirectSuccessEditInput",
+    "WorkflowInput",
     "WriterInput",
     "StateParserInput",
     "BankEntry",
@@ -56,6 +61,8 @@ class FailureRefinerInput(_In):
     memory: MemoryEntry
     reflection: FailureReflection
     utilization: tuple[float, ...] = Field(description="one score per memory segment at the critical step")
+    scale: float | None = Field(default=None, description="the entry's median peak utilization (median_k c^max_k), "
+                                "the reference for 'attended'; None: the column's own maximum")
 
     @model_validator(mode="after")
     def _shapes(self) -> FailureRefinerInput:
@@ -73,6 +80,7 @@ class SuccessRefinerInput(_In):
     memory: MemoryEntry
     reflection: SuccessReflection
     utilization: tuple[tuple[float, ...], ...]
+    weak_rule: Literal["relative", "global_capped", "global"] = "relative"  # appendix E.2: ALFWorld, SciWorld, WebShop
 
     @model_validator(mode="after")
     def _shapes(self) -> SuccessRefinerInput:
@@ -80,6 +88,33 @@ class SuccessRefinerInput(_In):
             raise ValueError(f"utilization has {len(self.utilization)} rows but the memory has "
                              f"{len(self.memory.segments)} segments")
         return self
+
+
+class DirectFailureEditInput(_In):
+    """w/o AGR, failure branch: the reflection alone, no utilization."""
+
+    memory: MemoryEntry
+    reflection: FailureReflection
+
+    @model_validator(mode="after")
+    def _segment(self) -> DirectFailureEditInput:
+        if not 0 <= self.reflection.supporting_segment < max(len(self.memory.segments), 1):
+            raise ValueError(f"supporting_segment {self.reflection.supporting_segment} is not a segment index")
+        return self
+
+
+class DirectSuccessEditInput(_In):
+    """w/o AGR, success branch: the redundancy candidates alone, no utilization."""
+
+    memory: MemoryEntry
+    reflection: SuccessReflection
+
+
+class WorkflowInput(_In):
+    """AWM induction: successful trajectories (memory entries) of one task type."""
+
+    task_type: str = Field(min_length=1)
+    examples: tuple[MemoryEntry, ...] = Field(min_length=1)
 
 
 class WriterInput(_In):

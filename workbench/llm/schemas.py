@@ -20,6 +20,8 @@ __all__ = [
     "PATTERNS",
     "SegmentEdit",
     "Refinement",
+    "DirectEdit",
+    "Workflow",
     "Bank",
     "BANKS",
     "CandidateItem",
@@ -109,6 +111,25 @@ class Refinement(_Out):
     target_segment: int | None = Field(default=None, ge=0)
     distractor_segments: tuple[int, ...] = ()
     edits: tuple[SegmentEdit, ...] = ()
+    rationale: str = ""
+
+
+class DirectEdit(_Out):
+    """The reflector's own edits, without utilization (AGMR Table 2's "w/o AGR")."""
+
+    edits: tuple[SegmentEdit, ...]  # required: a bare {} must not read as "no edit needed"
+    rationale: str = ""
+
+
+class Workflow(_Out):
+    """AWM (offline workflow memory): one task type's reusable workflow.
+
+    ``steps`` are ALFWorld commands with placeholders: ``{obj}`` the task's object, ``{target}`` its target
+    receptacle (or lamp), ``{place}`` wherever the object is found; ``{obj}`` and ``{target}`` are filled from each
+    task's goal when shown, ``{place}`` stays as ``a place``.
+    """
+
+    steps: tuple[str, ...] = Field(min_length=1)
     rationale: str = ""
 
 

@@ -21,23 +21,28 @@ from .edits import segment_text
 from .errors import LLMConfigError
 from .inputs import (
     BankView,
+    DirectFailureEditInput,
+    DirectSuccessEditInput,
     FailureRefinerInput,
     ProactiveInput,
     ReflectorInput,
     RetrievalAnalyzerInput,
     StateParserInput,
     SuccessRefinerInput,
+    WorkflowInput,
     WriterInput,
 )
 from .protocol import Backend, Message, ToolSpec
 from .schemas import (
     CandidateWrites,
+    DirectEdit,
     FailureReflection,
     Intervention,
     ParsedState,
     Refinement,
     RetrievalAnalysis,
     SuccessReflection,
+    Workflow,
 )
 from .structured import Parsed, chat_json, chat_tools
 from .templates import load_template
@@ -143,7 +148,9 @@ for _stage in (
     Stage("refiner_failure", "refiner_failure", FailureRefinerInput,
           lambda p: {"goal": p.memory.goal, "memory": _memory(p.memory),
                      "reflection": json.dumps(p.reflection.model_dump(), indent=1),
-                     "utilization": "\n".join(f"{k}: {v:.4f}" for k, v in enumerate(p.utilization))},
+                     "utilization": "\n".join(f"{k}: {v:.4f}" for k, v in enumerate(p.utilization))
+                     + (f"\n(reference: this memory's median peak score is {p.scale:.4f})" if p.scale is not None
+                        else "")},
           output_model=Refinement, max_tokens=768),
     Stage("refiner_success", "refiner_success", SuccessRefinerInput,
           lambda p: {"goal": p.memory.goal, "memory": _memory(p.memory),
@@ -152,6 +159,20 @@ for _stage in (
                      "utilization": "\n".join(f"{k}: {sum(r) / max(len(r), 1):.4f}, {max(r, default=0.0):.4f}"
                                               for k, r in enumerate(p.utilization))},
           output_model=Refinement, max_tokens=768),
+    Stage("reflector_edit_failure", "reflector_edit_failure", DirectFailureEditInput,
+          lambda p: {"goal": p.memory.goal, "memory": _memory(p.memory),
+                     "reflection": json.dumps(p.reflection.model_dump(), indent=1)},
+          output_model=DirectEdit, max_tokens=768),
+    Stage("reflector_edit_success", "reflector_edit_success", DirectSuccessEditInput,
+          lambda p: {"goal": p.memory.goal, "memory": _memory(p.memory),
+                     "candidates": "\n".join(f"- {r.index}: {r.reason}" for r in p.reflection.redundant_segments)
+                     or "(none)"},
+          output_model=DirectEdit, max_tokens=768),
+    Stage("awm_induce", "awm_induce", WorkflowInput,
+          lambda p: {"task_type": p.task_type,
+                     "examples": "\n\n".join(f"Run {n} (task: {e.goal})\n" + "\n".join(s.action for s in e.segments)
+                                             for n, e in enumerate(p.examples, start=1))},
+          output_model=Workflow, max_tokens=512),
     Stage("arbiter_writer", "arbiter_writer", WriterInput,
           lambda p: {"goal": p.goal, "step": str(p.step), "previous_action": p.previous_action or "(none)",
                      "observation": p.observation,

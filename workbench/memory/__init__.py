@@ -4,7 +4,7 @@ memory base and retrieval (MiniLM cosine, BM25).
 Importing this package is light: sentence-transformers and the MiniLM weights load on first MiniLM retrieval.
 """
 
-from .base import ENTRIES_FILE, HISTORY_FILE, HistoryRecord, MemoryBase, StaleEntryError
+from .base import ENTRIES_FILE, HISTORY_FILE, HistoryRecord, MemoryBase, StaleEntryError, entry_diff
 from .embeddings import MINILM_NAME, EmbeddingCache, encode_texts, load_minilm, minilm_path
 from .eto import ETO_ALFWORLD_INSTRUCTION, EtoStyle, eto_to_trajectory, export_eto, import_eto, trajectory_to_eto
 from .render import GOAL_PREFIX, Piece, PieceKind, render_memory, render_pieces, segment_char_spans
@@ -62,7 +62,7 @@ __all__ = [
     "GOAL_PREFIX", "Piece", "PieceKind", "render_memory", "render_pieces", "segment_char_spans",
     "o200k_encoding", "count_o200k", "count_tokens", "memory_tokens", "piece_token_counts", "memory_token_breakdown",
     # memory base
-    "MemoryBase", "HistoryRecord", "StaleEntryError", "ENTRIES_FILE", "HISTORY_FILE",
+    "MemoryBase", "HistoryRecord", "entry_diff", "StaleEntryError", "ENTRIES_FILE", "HISTORY_FILE",
     # retrieval
     "Retriever", "RetrieverConfig", "MiniLMRetriever", "BM25Retriever",
     "register_retriever", "get_retriever", "list_retrievers", "bm25_tokens",

@@ -23,11 +23,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
-from .trajectory import MemoryEntry, Trajectory, TrajectoryFormatError, _describe, atomic_write_text, read_jsonl
+from .trajectory import (MemoryEntry, Trajectory, TrajectoryFormatError, _describe, atomic_write_text, read_jsonl,
+                         read_text_utf8)
 
-__all__ = ["MemoryBase", "HistoryRecord", "StaleEntryError", "ENTRIES_FILE", "HISTORY_FILE"]
+__all__ = ["MemoryBase", "HistoryRecord", "StaleEntryError", "ENTRIES_FILE", "HISTORY_FILE", "entry_diff"]
 
 ENTRIES_FILE = "entries.jsonl"
 HISTORY_FILE = "history.jsonl"
@@ -47,6 +48,8 @@ class HistoryRecord(BaseModel):
     entry: MemoryEntry
     reason: str = ""
     timestamp: str = ""
+    provenance: dict = Field(default_factory=dict)  # who made this version and on what evidence (AGMR: task,
+    # branch, pattern, C column, diff, verification runs); empty for plain adds
 
     @field_validator("entry")
     @classmethod
@@ -98,7 +101,7 @@ class MemoryBase:
                 self._entries[e.entry_id] = e
         if not self.history_path.exists():
             return
-        text = self.history_path.read_text(encoding="utf-8")
+        text = read_text_utf8(self.history_path)
         lines = text.split("\n")
         self._history_clean = text == "" or text.endswith("\n")
         for i, line in enumerate(lines, start=1):
@@ -214,12 +217,13 @@ class MemoryBase:
         """Add one new entry (see :meth:`add_many`)."""
         return self.add_many([entry], reason)[0]
 
-    def commit(self, entry: MemoryEntry, reason: str) -> MemoryEntry:
+    def commit(self, entry: MemoryEntry, reason: str, provenance: dict | None = None) -> MemoryEntry:
         """Store a changed entry as its next version.
 
         Args:
             entry: the changed entry, a copy of the *current* version (same ``entry_id`` and ``version``).
             reason: why it changed (kept in the history).
+            provenance: JSON-able evidence behind the change, kept with the version in the history.
 
         Returns:
             The stored entry, with its version bumped.
@@ -237,10 +241,11 @@ class MemoryBase:
         stored = entry.model_copy(update={"version": self._next_version(entry.entry_id)})
         self._write({**self._entries, stored.entry_id: stored},
                     [HistoryRecord(entry_id=stored.entry_id, version=stored.version, entry=stored, reason=reason,
-                                   timestamp=_now())])
+                                   timestamp=_now(), provenance=dict(provenance or {}))])
         return stored
 
-    def rollback(self, entry_id: str, version: int, reason: str | None = None) -> MemoryEntry:
+    def rollback(self, entry_id: str, version: int, reason: str | None = None,
+                 provenance: dict | None = None) -> MemoryEntry:
         """Make the content of ``version`` current again, stored as a new version (history stays a log).
 
         Returns:
@@ -254,8 +259,44 @@ class MemoryBase:
         stored = target.model_copy(update={"version": self._next_version(entry_id)})
         self._write({**self._entries, entry_id: stored},
                     [HistoryRecord(entry_id=entry_id, version=stored.version, entry=stored,
-                                   reason=reason or f"rollback to version {version}", timestamp=_now())])
+                                   reason=reason or f"rollback to version {version}", timestamp=_now(),
+                                   provenance={"rollback_to": version, **(provenance or {})})])
         return stored
+
+    def clone(self, dest: str | os.PathLike) -> "MemoryBase":
+        """A copy of this store (current entries and the whole history) in the new folder ``dest``.
+
+        Raises:
+            FileExistsError: ``dest`` already holds a store (a copy never overwrites one).
+        """
+        dest = Path(dest)
+        if (dest / ENTRIES_FILE).exists() or (dest / HISTORY_FILE).exists():
+            raise FileExistsError(f"{dest}: already holds a memory base; clone into an empty folder")
+        dest.mkdir(parents=True, exist_ok=True)
+        # History first, then entries: a kill in between leaves history records newer than no entry, which
+        # load ignores, so the copy reads as empty and is made again.
+        atomic_write_text(dest / HISTORY_FILE, "".join(r.model_dump_json() + "\n" for r in self._history))
+        atomic_write_text(dest / ENTRIES_FILE, "".join(e.model_dump_json() + "\n" for e in self._entries.values()))
+        return MemoryBase(dest)
+
+    def digest(self) -> str:
+        """A content hash of the current entries (ids, versions and text): which base a run evaluated."""
+        import hashlib
+
+        h = hashlib.sha1()
+        for e in self._entries.values():
+            h.update(e.model_dump_json().encode())
+        return h.hexdigest()[:12]
+
+    def commits(self) -> list[HistoryRecord]:
+        """Every version after an entry's first, oldest first (commits and rollbacks)."""
+        first: set[str] = set()
+        out = []
+        for r in self._history:
+            if r.entry_id in first:
+                out.append(r)
+            first.add(r.entry_id)
+        return out
 
     def build_from_trajectories(
         self,
@@ -294,3 +335,19 @@ class MemoryBase:
             taken.add(entry_id)
             new.append(MemoryEntry.from_trajectory(traj, entry_id=entry_id))
         return self.add_many(new, reason)
+
+
+def entry_diff(old: MemoryEntry, new: MemoryEntry, *, context: int = 1, labels: tuple[str, str] | None = None) -> str:
+    """A unified diff of two versions of an entry: one line per segment part (``action: ...``), a ``--``
+    line between segments, so a deleted segment shows as its lines removed, not as every later one renamed."""
+    import difflib
+
+    def lines(e: MemoryEntry) -> list[str]:
+        out = [f"goal: {e.goal}"]
+        for seg in e.segments:
+            out.append("--")
+            out += [f"{role}: {text}" for role, text in seg.parts()]
+        return out
+
+    a, b = labels or (f"{old.entry_id}@v{old.version}", f"{new.entry_id}@v{new.version}")
+    return "\n".join(difflib.unified_diff(lines(old), lines(new), a, b, n=context, lineterm=""))

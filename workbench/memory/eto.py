@@ -26,7 +26,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .task_info import infer_task_type, parse_game_ref
-from .trajectory import Step, Trajectory, TrajectoryFormatError, atomic_write_text
+from .trajectory import Step, Trajectory, TrajectoryFormatError, atomic_write_text, read_text_utf8
 
 __all__ = [
     "ETO_ALFWORLD_INSTRUCTION",
@@ -276,7 +276,7 @@ def trajectory_to_eto(traj: Trajectory, *, style: EtoStyle = "from_value", with_
 
 
 def _records(path: Path) -> Iterable[tuple[str, Any]]:
-    text = path.read_text(encoding="utf-8")
+    text = read_text_utf8(path)
     if text.lstrip().startswith("["):
         try:
             data = json.loads(text)

@@ -24,6 +24,7 @@ __all__ = [
     "read_jsonl",
     "write_jsonl",
     "atomic_write_text",
+    "read_text_utf8",
 ]
 
 
@@ -138,6 +139,27 @@ def _describe(err: ValidationError) -> str:
     return f"field '{loc}': {first['msg']}"
 
 
+def read_text_utf8(path: str | os.PathLike) -> str:
+    """The text of ``path``, which must be UTF-8.
+
+    Raises:
+        FileNotFoundError: no such file.
+        TrajectoryFormatError: the bytes are not UTF-8; the message names the file, the line and byte, and the fix.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file")
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise TrajectoryFormatError(
+            f"{path}: line {line}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start}); memory, "
+            "trajectory and ETO files are read as UTF-8: re-save it as UTF-8 (e.g. iconv -f latin1 -t utf-8)"
+        ) from None
+
+
 def read_jsonl(path: str | os.PathLike, model: type[M]) -> list[M]:
     """Read a JSONL file of ``model`` records.
 
@@ -146,21 +168,18 @@ def read_jsonl(path: str | os.PathLike, model: type[M]) -> list[M]:
         TrajectoryFormatError: a line is not JSON or a record fails validation; names file, line and field.
     """
     path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: no such file")
     out: list[M] = []
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise TrajectoryFormatError(f"{path}: record {lineno}: not valid JSON ({e.msg})") from e
-            try:
-                out.append(model.model_validate(obj))
-            except ValidationError as e:
-                raise TrajectoryFormatError(f"{path}: record {lineno}: {_describe(e)}") from e
+    for lineno, line in enumerate(read_text_utf8(path).split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise TrajectoryFormatError(f"{path}: record {lineno}: not valid JSON ({e.msg})") from e
+        try:
+            out.append(model.model_validate(obj))
+        except ValidationError as e:
+            raise TrajectoryFormatError(f"{path}: record {lineno}: {_describe(e)}") from e
     return out
 
 
@@ -169,7 +188,7 @@ def iter_jsonl_dicts(path: str | os.PathLike) -> Iterator[dict]:
     path = Path(path)
     if not path.exists():
         return
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = read_text_utf8(path).split("\n")
     for i, line in enumerate(lines):
         if not line.strip():
             continue

@@ -16,19 +16,23 @@ from pydantic import BaseModel, ValidationError
 
 from ..errors import LLMConfigError
 from ..inputs import (
+    DirectFailureEditInput,
+    DirectSuccessEditInput,
     FailureRefinerInput,
     ProactiveInput,
     ReflectorInput,
     RetrievalAnalyzerInput,
     StateParserInput,
     SuccessRefinerInput,
+    WorkflowInput,
     WriterInput,
 )
 from ..protocol import ChatResult, Message, ToolSpec
 from ..tools import format_text_tool_call
 from .arbiter import parse_state, write_candidates
 from .proactive import intervene, manage_bank
-from .refiner import refine_failure, refine_success
+from .awm import induce_workflow
+from .refiner import direct_edit_failure, direct_edit_success, refine_failure, refine_success
 from .reflector import analyze_retrieval, reflect_failure, reflect_success
 
 __all__ = ["OfflineALFWorldBackend", "OFFLINE_ALGORITHMS"]
@@ -39,6 +43,9 @@ OFFLINE_ALGORITHMS: dict[str, tuple[type[BaseModel], Callable[[Any], Any]]] = {
     "reflector_success": (ReflectorInput, reflect_success),
     "refiner_failure": (FailureRefinerInput, refine_failure),
     "refiner_success": (SuccessRefinerInput, refine_success),
+    "reflector_edit_failure": (DirectFailureEditInput, direct_edit_failure),
+    "reflector_edit_success": (DirectSuccessEditInput, direct_edit_success),
+    "awm_induce": (WorkflowInput, induce_workflow),
     "arbiter_writer": (WriterInput, write_candidates),
     "arbiter_state_parser": (StateParserInput, parse_state),
     "proactive_update": (ProactiveInput, manage_bank),

@@ -1,116 +1,143 @@
 """Offline attention-guided refiner: a documented rule from utilization scores to pattern and edits.
 
 Failure branch, on column ``c = C[:, j]`` at the critical step and the target (supporting) segment ``i``.
-Scores are compared relative to the column's peak, ``z = c / max(c)``, because raw attention mass depends
-on prompt length and model:
+The pattern is the workbench's one rule, :func:`workbench.attention.diagnose_column` (alpha 0.5, gamma 0.8;
+"attended" relative to the payload's ``scale``, the entry's median c^max, or to the column's peak when the
+caller sends no scale):
 
-1. ``z[i] < ATTENDED`` -> **missed_relevant**: the target was not read. Edit: make it salient (a task cue
+1. ``c[i] < alpha * scale`` -> **missed_relevant**: the target was not read. Edit: make it salient (a task cue
    and the key action words in its thought).
-2. else, any other segment with ``z >= COMPARABLE * z[i]`` -> **distracted_by_irrelevant**: something else
+2. else, any other segment with ``c[k] >= gamma * c[i]`` -> **distracted_by_irrelevant**: something else
    was read as much as the target. Edits: strengthen the target as in 1, and scope the strongest
    ``MAX_DISTRACTORS`` distractors with a guardrail note.
 3. else -> **attended_but_wrong**: the target was clearly the most-read segment, yet the agent erred, so its
    content misled. Edit: rewrite its thought to state the correct action and rule out the wrong one.
 
-Success branch: a redundancy candidate is deleted only if weakly utilized by AGMR's ALFWorld criterion
-(appendix E.2): ``c_max < 1.2 * median_k(c_max_k)`` and ``c_max / c_mean < 3.5``. The segment after a
+Without the attention-guided refiner (AGMR Table 2, "w/o AGR": the reflector edits directly, no C), a text-only
+edit cannot tell the three patterns apart, so :func:`direct_edit_failure` always corrects the supporting segment
+in place (the pattern-1 edit), and :func:`direct_edit_success` deletes every redundancy candidate, utilized or not.
+
+Success branch: a redundancy candidate is deleted only if weakly utilized by
+:func:`workbench.attention.weakly_used_segments` under the payload's rule (AGMR appendix E.2; ALFWorld's
+relative rule ``c_max < 1.2 * median_k(c_max_k)`` and ``c_max / c_mean < 3.5`` by default). The segment after a
 deleted one loses its observation, which reported the outcome of the deleted move.
 """
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 
+import torch
+
+from workbench.attention.diagnosis import DiagnosisConfig, diagnose_column, weakly_used_segments
 from workbench.memory.trajectory import Segment
 
 from ..edits import segment_text
-from ..inputs import FailureRefinerInput, SuccessRefinerInput
-from ..schemas import Refinement, SegmentEdit
+from ..inputs import DirectFailureEditInput, DirectSuccessEditInput, FailureRefinerInput, SuccessRefinerInput
+from ..schemas import DirectEdit, FailureReflection, Refinement, SegmentEdit
 from workbench.envs.alfworld_text import parse_action
 
-__all__ = ["diagnose", "refine_failure", "weakly_utilized", "refine_success", "ATTENDED", "COMPARABLE"]
+__all__ = ["diagnose", "refine_failure", "weakly_utilized", "refine_success", "direct_edit_failure",
+           "direct_edit_success", "correction_edit", "deletion_edits", "ATTENDED", "COMPARABLE"]
 
-ATTENDED = 0.5
-COMPARABLE = 0.8
+ATTENDED = DiagnosisConfig().attended_fraction
+COMPARABLE = DiagnosisConfig().distractor_ratio
 MAX_DISTRACTORS = 2
-PEAK_RATIO = 1.2  # appendix E.2, ALFWorld
-CONCENTRATION = 3.5
 
 
-def diagnose(column: Sequence[float], target: int) -> tuple[str, tuple[int, ...]]:
-    """Pattern and distractor segments for one utilization column (rule in the module docstring)."""
-    peak = max(column, default=0.0)
-    z = [v / peak if peak > 0 else 0.0 for v in column]
-    if z[target] < ATTENDED:
-        return "missed_relevant", ()
-    rivals = sorted((k for k, v in enumerate(z) if k != target and v >= COMPARABLE * z[target]),
-                    key=lambda k: (-z[k], k))
-    if rivals:
-        return "distracted_by_irrelevant", tuple(rivals[:MAX_DISTRACTORS])
-    return "attended_but_wrong", ()
+def diagnose(column: Sequence[float], target: int, scale: float | None = None) -> tuple[str, tuple[int, ...]]:
+    """Pattern and the distractors to edit (at most ``MAX_DISTRACTORS``, only when distracted) for one column."""
+    d = diagnose_column(column, target, scale)
+    return d.pattern, d.distractors[:MAX_DISTRACTORS] if d.pattern == "distracted_by_irrelevant" else ()
 
 
 def _with_thought(seg: Segment, thought: str) -> str:
     return segment_text(Segment(observation=seg.observation, thought=thought, action=seg.action))
 
 
+def _add_note(thought: str | None, note: str, first: bool = False) -> str:
+    """``thought`` with ``note`` added once (an edit applied again changes nothing)."""
+    if thought and note in thought:
+        return thought
+    if not thought:
+        return note
+    return f"{note} {thought}" if first else f"{thought} {note}"
+
+
+def correction_edit(segs: Sequence[Segment], r: FailureReflection) -> SegmentEdit:
+    """In-place correction of the supporting segment: its thought states the correct action, rules out the wrong one."""
+    i = r.supporting_segment
+    target, kind = segs[i], parse_action(r.correct_action).template
+    thought = (f"Do exactly '{target.action}' here (a '{kind}' action). Do not '{r.wrong_action}' "
+               "instead; it is not needed at this point.")
+    return SegmentEdit(index=i, op="replace", text=_with_thought(target, thought))
+
+
+def deletion_edits(segs: Sequence[Segment], drop: Sequence[int]) -> list[SegmentEdit]:
+    """Delete ``drop``; the segment after each deleted one loses the observation that reported the deleted move."""
+    edits = [SegmentEdit(index=k, op="delete") for k in drop]
+    for k in drop:
+        nxt = k + 1
+        seg = segs[nxt] if nxt < len(segs) else None
+        if seg is not None and nxt not in drop and seg.observation and (seg.thought or seg.action):
+            edits.append(SegmentEdit(index=nxt, op="replace",
+                                     text=segment_text(Segment(thought=seg.thought, action=seg.action))))
+    return edits
+
+
 def refine_failure(inp: FailureRefinerInput) -> Refinement:
     """Diagnose the failure pattern and emit the matching segment edits."""
     r, segs, goal = inp.reflection, inp.memory.segments, inp.memory.goal
     i = r.supporting_segment
-    pattern, distractors = diagnose(inp.utilization, i)
+    pattern, distractors = diagnose(inp.utilization, i, inp.scale)
     target = segs[i]
     kind = parse_action(r.correct_action).template
     cue = f"KEY STEP for '{goal}': next do '{target.action}' (the '{kind}' step); do not skip it."
     if pattern == "attended_but_wrong":
-        thought = (f"Do exactly '{target.action}' here (a '{kind}' action). Do not '{r.wrong_action}' "
-                   "instead; it is not needed at this point.")
-        edits = [SegmentEdit(index=i, op="replace", text=_with_thought(target, thought))]
+        edits = [correction_edit(segs, r)]
         why = f"segment {i} was the most attended at step {r.critical_step} but the agent still erred"
     else:
-        thought = cue + (f" {target.thought}" if target.thought else "")
+        thought = _add_note(target.thought, cue, first=True)
         edits = [SegmentEdit(index=i, op="replace", text=_with_thought(target, thought))]
-        why = f"segment {i} scored below {ATTENDED} of the peak at step {r.critical_step}"
+        why = (f"segment {i} scored below {ATTENDED} of the {'entry scale' if inp.scale is not None else 'peak'} "
+               f"at step {r.critical_step}")
         if pattern == "distracted_by_irrelevant":
             for d in distractors:
                 seg = segs[d]
                 note = (f"(Scope: this step only does '{seg.action}'. It is not the '{kind}' step; "
                         f"do not repeat it when the task needs '{r.correct_action}'.)")
-                edits.append(SegmentEdit(index=d, op="replace",
-                                         text=_with_thought(seg, f"{seg.thought} {note}" if seg.thought else note)))
+                edits.append(SegmentEdit(index=d, op="replace", text=_with_thought(seg, _add_note(seg.thought, note))))
             why = f"segments {list(distractors)} drew attention comparable to segment {i}"
     return Refinement(pattern=pattern, target_segment=i, distractor_segments=distractors, edits=tuple(edits),
                       rationale=why)
 
 
-def weakly_utilized(matrix: Sequence[Sequence[float]]) -> set[int]:
-    """Segments weakly utilized by the appendix-E.2 ALFWorld rule (rows of ``matrix`` are segments)."""
-    if not matrix:
+def weakly_utilized(matrix: Sequence[Sequence[float]], rule: str = "relative") -> set[int]:
+    """Segments weakly utilized under ``rule`` (rows of ``matrix`` are segments; appendix E.2)."""
+    if not matrix or not matrix[0]:
         return set()
-    c_max = [max(row, default=0.0) for row in matrix]
-    c_mean = [sum(row) / len(row) if row else 0.0 for row in matrix]
-    med = statistics.median(c_max)
-    weak = set()
-    for k, (mx, mean) in enumerate(zip(c_max, c_mean)):
-        concentration = mx / mean if mean > 0 else 0.0
-        if mx < PEAK_RATIO * med and concentration < CONCENTRATION:
-            weak.add(k)
-    return weak
+    return set(weakly_used_segments(torch.tensor(matrix, dtype=torch.float32), rule=rule))
 
 
 def refine_success(inp: SuccessRefinerInput) -> Refinement:
     """Delete redundancy candidates that are also weakly utilized; tidy the segment after each deletion."""
-    weak = weakly_utilized(inp.utilization)
+    weak = weakly_utilized(inp.utilization, inp.weak_rule)
     candidates = {r.index for r in inp.reflection.redundant_segments if r.index < len(inp.memory.segments)}
     drop = sorted(candidates & weak)
-    edits = [SegmentEdit(index=k, op="delete") for k in drop]
-    for k in drop:
-        nxt = k + 1
-        seg = inp.memory.segments[nxt] if nxt < len(inp.memory.segments) else None
-        if seg is not None and nxt not in drop and seg.observation and (seg.thought or seg.action):
-            edits.append(SegmentEdit(index=nxt, op="replace",
-                                     text=segment_text(Segment(thought=seg.thought, action=seg.action))))
+    edits = deletion_edits(inp.memory.segments, drop)
     kept = sorted(candidates - weak)
     why = f"deleted {drop} (redundant and weakly utilized)" + (f"; kept {kept} (utilized)" if kept else "")
     return Refinement(pattern="low_utilization_redundancy", edits=tuple(edits), rationale=why)
+
+
+def direct_edit_failure(inp: DirectFailureEditInput) -> DirectEdit:
+    """w/o AGR, failure branch: correct the supporting segment in place (no utilization to choose another edit)."""
+    r = inp.reflection
+    return DirectEdit(edits=(correction_edit(inp.memory.segments, r),),
+                      rationale=f"segment {r.supporting_segment} should have led to '{r.correct_action}'")
+
+
+def direct_edit_success(inp: DirectSuccessEditInput) -> DirectEdit:
+    """w/o AGR, success branch: delete every semantically redundant segment."""
+    drop = sorted({r.index for r in inp.reflection.redundant_segments if r.index < len(inp.memory.segments)})
+    return DirectEdit(edits=tuple(deletion_edits(inp.memory.segments, drop)), rationale=f"deleted {drop} (redundant)")

@@ -29,7 +29,7 @@ from ..schemas import FailureReflection, RedundantSegment, RetrievalAnalysis, Su
 from workbench.envs.alfworld_text import INTERACTION, is_failure, normalize, parse_action, parse_goal
 
 __all__ = ["reflect_failure", "reflect_success", "analyze_retrieval", "supporting_segment", "plan_progress",
-           "abstract"]
+           "abstract", "redundant_steps"]
 
 
 def abstract(action: str, rename: Mapping[str, str] | None = None) -> tuple[str, str, str]:
@@ -170,6 +170,11 @@ def _redundancy(segments: Sequence[Segment]) -> dict[int, str]:
         # second object of a pick-two task is not a loop.
         seen = set() if a.template in INTERACTION and k not in flags else seen | {a.text}
     return flags
+
+
+def redundant_steps(segments: Sequence[Segment]) -> dict[int, str]:
+    """Segment index -> why its action cannot have guided progress (the success-branch rules)."""
+    return _redundancy(segments)
 
 
 def reflect_success(inp: ReflectorInput) -> SuccessReflection:

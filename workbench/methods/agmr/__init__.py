@@ -1,0 +1,27 @@
+"""AGMR: attention-guided memory refinement with re-execution verification (paper 000, section 3, Algorithm 1).
+
+``refine`` runs Algorithm 1 over a split into an auditable copy of a memory base (every commit a new version with
+its provenance; ``workbench refine`` / ``workbench memory log|diff|rollback``); ``workbench run --memory traj
+--memory-base DIR`` evaluates the refined base. ``awm`` is Table 1's workflow-memory baseline, registered as the
+memory policy ``awm``.
+"""
+
+from workbench.agents.policy import register_policy
+
+from .awm import WorkflowMemory, instantiate
+from .refine import (OUTCOMES, REFINE_DIR, VARIANTS, Attempt, Execution, RefineConfig, RefinementError, Refiner,
+                     TaskRecord, load_executions, load_log, refine, refine_stats)
+
+__all__ = ["WorkflowMemory", "instantiate", "RefineConfig", "RefinementError", "Refiner", "Execution", "Attempt",
+           "TaskRecord", "refine", "refine_stats", "load_log", "load_executions", "REFINE_DIR", "VARIANTS",
+           "OUTCOMES"]
+
+
+def _awm(backend, memory_base=None):
+    from workbench.eval.memory_base import default_memory_base
+    from workbench.memory.base import MemoryBase
+
+    return WorkflowMemory(MemoryBase(memory_base) if memory_base else default_memory_base(), backend)
+
+
+register_policy("awm", _awm, options=("backend", "memory_base"))
