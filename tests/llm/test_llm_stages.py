@@ -6,7 +6,10 @@ import pytest
 from llm_cases import EXPERT_PLAN, GOAL, ROOM, failed_run, memory_clean_tomato, successful_run
 
 from workbench.llm import (
+    DirectFailureEditInput,
+    DirectSuccessEditInput,
     FailureRefinerInput,
+    WorkflowInput,
     FailureReflection,
     LLMConfigError,
     ProactiveInput,
@@ -39,6 +42,9 @@ def payloads() -> dict[str, object]:
         "refiner_failure": FailureRefinerInput(memory=mem, reflection=refl, utilization=(0.1,) * n),
         "refiner_success": SuccessRefinerInput(memory=mem, reflection=SuccessReflection(redundant_segments=()),
                                                utilization=((0.1, 0.2),) * n),
+        "reflector_edit_failure": DirectFailureEditInput(memory=mem, reflection=refl),
+        "reflector_edit_success": DirectSuccessEditInput(memory=mem, reflection=SuccessReflection(redundant_segments=())),
+        "awm_induce": WorkflowInput(task_type="clean", examples=(mem,)),
         "arbiter_writer": WriterInput(goal=GOAL, step=0, observation=ROOM),
         "arbiter_state_parser": StateParserInput(goal=GOAL, observation=fail.steps[1].observation,
                                                  history=fail.steps[:1]),

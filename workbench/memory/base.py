@@ -338,14 +338,14 @@ class MemoryBase:
 
 
 def entry_diff(old: MemoryEntry, new: MemoryEntry, *, context: int = 1, labels: tuple[str, str] | None = None) -> str:
-    """A unified diff of two versions of an entry: one line per segment part (``action: ...``), a ``--``
-    line between segments, so a deleted segment shows as its lines removed, not as every later one renamed."""
+    """A unified diff of two versions of an entry: one line per segment part (``action: ...``), a ``[segment]``
+    line before each segment, so a deleted segment shows as its lines removed, not as every later one renamed."""
     import difflib
 
     def lines(e: MemoryEntry) -> list[str]:
         out = [f"goal: {e.goal}"]
         for seg in e.segments:
-            out.append("--")
+            out.append("[segment]")
             out += [f"{role}: {text}" for role, text in seg.parts()]
         return out
 

@@ -1,6 +1,9 @@
 """Pure functions from results to matplotlib Figures (no I/O), and ipywidgets explorers."""
 
 from workbench.viz.ablation import head_ablation_figure, segment_masking_figure
+from workbench.viz.agmr import (
+    refinement_case_figure, refinement_explorer, scenario_distribution_figure, scenario_success_figure,
+)
 from workbench.viz.curves import sr_at_k_figure
 from workbench.viz.explorer import step_view, utilization_explorer
 from workbench.viz.heads import head_scores_figure
@@ -11,6 +14,10 @@ from workbench.viz.utilization import episode_utilization_figure, utilization_fi
 
 __all__ = [
     "arbiter_block_text",
+    "refinement_case_figure",
+    "refinement_explorer",
+    "scenario_distribution_figure",
+    "scenario_success_figure",
     "arbiter_explorer",
     "arbiter_step_view",
     "proactive_explorer",

@@ -53,7 +53,7 @@ def utilization_explorer(records: Sequence):
     import ipywidgets as w
     from IPython.display import HTML, display
 
-    from workbench.viz.utilization import episode_utilization_figure
+    from workbench.viz.utilization import episode_utilization_figure, figure_image
 
     records = [r for r in records if r.steps and r.segment_texts]
     if not records:
@@ -69,7 +69,7 @@ def utilization_explorer(records: Sequence):
         step.value = rec.critical_step or 0
         heatmap.clear_output(wait=True)
         with heatmap:
-            display(episode_utilization_figure(rec))
+            display(figure_image(episode_utilization_figure(rec)))
         show_step()
 
     def show_step(_=None):
@@ -88,4 +88,6 @@ def utilization_explorer(records: Sequence):
     task.observe(show_task, names="value")
     step.observe(show_step, names="value")
     show_task()
-    return w.VBox([task, heatmap, step, detail])
+    box = w.VBox([task, heatmap, step, detail])
+    box.add_class("workbench-utilization-explorer")
+    return box

@@ -31,6 +31,7 @@ def utilization_figure(
     title: str | None = None,
     label_chars: int = 38,
     wrong_steps: Sequence[int] = (),
+    ax=None,
 ) -> Figure:
     """Heatmap of C (rows: memory segments s_l, columns: decision steps u_t).
 
@@ -43,9 +44,10 @@ def utilization_figure(
         title: the axes title.
         label_chars: labels are cut to this many characters.
         wrong_steps: steps whose label is drawn in red (e.g. where the model left the expert's plan).
+        ax: draw into these axes (of a larger figure) instead of a new figure.
 
     Returns:
-        The Figure.
+        The Figure (``ax``'s when given).
     """
     M = C.C if hasattr(C, "C") else torch.as_tensor(C)
     M = M.detach().float().cpu()
@@ -54,8 +56,11 @@ def utilization_figure(
     n_seg, n_steps = M.shape
     width = 3.5 + (0.15 * label_chars if segment_labels else 0) + 0.32 * n_steps
     height = 1.8 + 0.28 * n_seg + (1.4 if step_labels else 0)
-    fig = Figure(figsize=(min(width, 18), min(height, 14)), layout="constrained")
-    ax = fig.add_subplot()
+    if ax is None:
+        fig = Figure(figsize=(min(width, 18), min(height, 14)), layout="constrained")
+        ax = fig.add_subplot()
+    else:
+        fig = ax.figure
     im = ax.imshow(M.numpy(), aspect="auto", cmap="Blues", interpolation="nearest")
     ax.set_yticks(range(n_seg), [f"s{l}" + (f": {_short(segment_labels[l], label_chars)}" if segment_labels else "")
                                  for l in range(n_seg)], fontsize=7)
@@ -76,6 +81,17 @@ def utilization_figure(
     if title:
         ax.set_title(title, fontsize=9)
     return fig
+
+
+def figure_image(fig: Figure):
+    """``fig`` as an IPython PNG image: it shows in a widget's Output whatever the notebook's matplotlib backend."""
+    import io
+
+    from IPython.display import Image
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+    return Image(data=buf.getvalue(), format="png")
 
 
 def _task_name(task_id: str) -> str:

@@ -47,11 +47,13 @@ def trajectory(actions: Sequence[str], success: bool) -> Trajectory:
     return Trajectory(task_id=TASK.task_id, task_type="pick", goal=GOAL, steps=steps, success=success, source="test")
 
 
-def record(matrix: Sequence[Sequence[float]], actions: Sequence[str]) -> UtilizationEpisode:
+def record(matrix: Sequence[Sequence[float]], actions: Sequence[str], success: bool | None = None
+           ) -> UtilizationEpisode:
     n_seg, n_steps = len(matrix), len(matrix[0])
     rec = UtilizationRecord(heads=[(0, 0)], prompt_lens=[100] * n_steps,
                             segment_token_positions=[[k] for k in range(n_seg)], matrix=[list(r) for r in matrix])
-    return UtilizationEpisode(task_id=TASK.task_id, mode="episode", model_name="scripted", steps=list(range(n_steps)),
+    return UtilizationEpisode(task_id=TASK.task_id, mode="episode", model_name="scripted", success=success,
+                              steps=list(range(n_steps)),
                               actions=list(actions), segment_texts=[""] * n_seg, utilization=rec,
                               c_mean=[sum(r) / n_steps for r in matrix], c_max=[max(r) for r in matrix])
 
@@ -81,7 +83,7 @@ class ScriptedRefiner(Refiner):
             rows = [[1.0 if k == 1 else 0.1] * len(actions) for k in range(len(memory.segments))]
         ex = Execution(id=f"{task.task_id}#{n}", task_id=task.task_id, entry_id=memory.entry_id,
                        base_version=base_version, candidate=candidate, memory=memory,
-                       trajectory=trajectory(actions, success), utilization=record(rows, actions))
+                       trajectory=trajectory(actions, success), utilization=record(rows, actions, success))
         self.on_execution(ex)
         return _Run(ex)
 

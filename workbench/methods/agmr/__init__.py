@@ -9,12 +9,15 @@ memory policy ``awm``.
 from workbench.agents.policy import register_policy
 
 from .awm import WorkflowMemory, instantiate
+from .evaluate import (SCENARIOS, agmr_configs, model_verifier, recorded_verifier, refined_share, refinement_cases,
+                       scenario_groups, success_by_scenario)
 from .refine import (OUTCOMES, REFINE_DIR, VARIANTS, Attempt, Execution, RefineConfig, RefinementError, Refiner,
-                     TaskRecord, load_executions, load_log, refine, refine_stats)
+                     TaskRecord, execute, load_executions, load_log, refine, refine_stats)
 
-__all__ = ["WorkflowMemory", "instantiate", "RefineConfig", "RefinementError", "Refiner", "Execution", "Attempt",
+__all__ = ["WorkflowMemory", "instantiate", "execute", "RefineConfig", "RefinementError", "Refiner", "Execution", "Attempt",
            "TaskRecord", "refine", "refine_stats", "load_log", "load_executions", "REFINE_DIR", "VARIANTS",
-           "OUTCOMES"]
+           "OUTCOMES", "SCENARIOS", "agmr_configs", "model_verifier", "recorded_verifier", "refined_share",
+           "refinement_cases", "scenario_groups", "success_by_scenario"]
 
 
 def _awm(backend, memory_base=None):

@@ -51,7 +51,7 @@ from workbench.memory.trajectory import (MemoryEntry, Trajectory, append_jsonl, 
                                          read_text_utf8)
 from workbench.models.registry import DEFAULT_AGENT
 
-__all__ = ["RefineConfig", "RefinementError", "Execution", "Attempt", "TaskRecord", "Refiner", "refine",
+__all__ = ["RefineConfig", "RefinementError", "Execution", "Attempt", "TaskRecord", "Refiner", "refine", "execute",
            "load_log", "load_executions", "refine_stats", "REFINE_DIR", "VARIANTS", "OUTCOMES"]
 
 REFINE_DIR = "refine"
@@ -198,6 +198,16 @@ class _Run:
         return self.execution.utilization
 
 
+def execute(agent: Any, env: Any, heads: Sequence[tuple[int, int]], task: Any, memory: MemoryEntry, n: int,
+            base_version: int, candidate: bool, max_steps: int) -> Execution:
+    """Play ``task`` with ``memory`` shown (the Traj layout) and the heads captured: execution ``<task>#<n>``."""
+    from workbench.agents.policy import FixedEntry
+
+    rec, traj = utilization_episode(agent, env, task, FixedEntry(memory), list(heads), max_steps=max_steps)
+    return Execution(id=f"{task.task_id}#{n}", task_id=task.task_id, entry_id=memory.entry_id,
+                     base_version=base_version, candidate=candidate, memory=memory, trajectory=traj, utilization=rec)
+
+
 class Refiner:
     """Algorithm 1 on one task at a time, against a working base (see the module docstring).
 
@@ -228,13 +238,7 @@ class Refiner:
         return hits[0][0] if hits else None
 
     def execute(self, task: Any, memory: MemoryEntry, n: int, base_version: int, candidate: bool) -> _Run:
-        from workbench.agents.policy import FixedEntry
-
-        rec, traj = utilization_episode(self.agent, self.env, task, FixedEntry(memory), self.heads,
-                                        max_steps=self.config.max_steps)
-        ex = Execution(id=f"{task.task_id}#{n}", task_id=task.task_id, entry_id=memory.entry_id,
-                       base_version=base_version, candidate=candidate, memory=memory, trajectory=traj,
-                       utilization=rec)
+        ex = execute(self.agent, self.env, self.heads, task, memory, n, base_version, candidate, self.config.max_steps)
         self.on_execution(ex)
         return _Run(ex)
 

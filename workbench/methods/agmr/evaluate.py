@@ -1,0 +1,184 @@
+"""AGMR's evaluation (Table 1, Table 2, Figures 6, 7, 9): the conditions as run folders, and what links a test task
+to the refinement that touched its memory.
+
+Table 1's rows are run folders ``ROOT/<model>/<condition>`` read by the one table renderer
+(:func:`workbench.reporting.tables.write_table`): ``none`` (ReAct), ``icl``, ``awm``, ``traj`` (the valid_train
+expert trajectories) and one ``traj`` run per refined base (``agmr``; Table 2 adds ``agmr-no-agr``), all on the same
+tasks, model and dtype.
+
+Scenario groups (Figure 7): a memory entry belongs to the pattern its refinement diagnosed on the failed run that
+retrieved it (the first such refinement task in the log; an entry only ever retrieved by successes, or never
+retrieved, is ``success-only`` / ``not refined``). A test task belongs to the group of the entry Traj retrieved
+for it; since refinement never changes a goal, the refined bases retrieve the same entry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from workbench.attention.recording import UtilizationEpisode
+from workbench.memory.base import MemoryBase
+from workbench.memory.trajectory import MemoryEntry, Trajectory
+
+from .refine import Execution, TaskRecord, load_executions, load_log
+
+__all__ = ["agmr_configs", "scenario_groups", "success_by_scenario", "refined_share", "refinement_cases",
+           "recorded_verifier", "model_verifier", "SCENARIOS"]
+
+SCENARIOS = ("attended_but_wrong", "missed_relevant", "distracted_by_irrelevant")
+
+
+def agmr_configs(model: str, split: str, tasks: str, max_steps: int, root: str | Path, bases: dict[str, str],
+                 conditions: Sequence[str] = ("none", "icl", "awm", "traj"), dtype: str = "float32",
+                 teacher_forcing: bool = False) -> list:
+    """The run configurations of Table 1 / Table 2: ``conditions`` plus a ``traj`` run over each refined base.
+
+    Args:
+        bases: condition name -> refined base folder (``{"agmr": ..., "agmr-no-agr": ...}``).
+    """
+    from workbench.eval.runner import RunConfig
+
+    out = Path(root) / model
+    common = dict(split=split, tasks=tasks, model=model, max_steps=max_steps, dtype=dtype,
+                  teacher_forcing=teacher_forcing)
+    cfgs = [RunConfig(out=str(out / c), memory=c, **common) for c in conditions]
+    cfgs += [RunConfig(out=str(out / name), memory="traj", memory_base=str(folder), **common)
+             for name, folder in bases.items()]
+    return cfgs
+
+
+def scenario_groups(refine_root: str | Path) -> dict[str, str]:
+    """Entry id -> its scenario (module docstring) from a refined base's log."""
+    groups: dict[str, str] = {}
+    for rec in load_log(refine_root):
+        if rec.entry_id is None:
+            continue
+        if rec.branch == "failure" and rec.first_rule_pattern in SCENARIOS and groups.get(rec.entry_id) in (
+                None, "success-only"):
+            groups[rec.entry_id] = rec.committed_pattern or rec.first_pattern or rec.first_rule_pattern
+        elif rec.branch == "success":
+            groups.setdefault(rec.entry_id, "success-only")
+    return groups
+
+
+def success_by_scenario(runs: dict[str, Sequence[Trajectory]], groups: dict[str, str], reference: str = "traj"):
+    """Success per scenario group and condition (Figure 7): a DataFrame indexed by scenario with ``n`` and one
+    success-rate column per condition.
+
+    Args:
+        runs: condition -> its episodes (all on the same tasks).
+        groups: :func:`scenario_groups`.
+        reference: the condition whose retrieved entry assigns a task to a group.
+    """
+    import pandas as pd
+
+    entry_of = {t.task_id: t.meta.get("memory_entry") for t in runs[reference]}
+    group_of = {task: groups.get(e, "not refined") if e else "no memory" for task, e in entry_of.items()}
+    rows: dict[str, dict] = {}
+    order = [*SCENARIOS, "success-only", "not refined", "no memory"]
+    for g in order:
+        tasks = {t for t, gg in group_of.items() if gg == g}
+        if not tasks:
+            continue
+        row: dict[str, Any] = {"n": len(tasks)}
+        for cond, trajs in runs.items():
+            won = [t.success for t in trajs if t.task_id in tasks]
+            row[cond] = sum(won) / len(won) if won else float("nan")
+        rows[g] = row
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def refined_share(trajs: Sequence[Trajectory], refined_root: str | Path) -> dict:
+    """How many test episodes were shown an entry the refinement changed (version above its first)."""
+    base = MemoryBase(refined_root)
+    refined = {e.entry_id for e in base if e.version != base.history(e.entry_id)[0].version}
+    shown = [t.meta.get("memory_entry") for t in trajs]
+    hit = sum(1 for e in shown if e in refined)
+    return {"episodes": len(shown), "shown_refined_entry": hit, "share": hit / len(shown) if shown else None,
+            "entries_refined": len(refined)}
+
+
+def _marked(rec: UtilizationEpisode, step: int | None, segment: int | None, pattern: str | None) -> UtilizationEpisode:
+    return rec.model_copy(update={"critical_step": step, "ideal_segment": segment, "pattern": pattern})
+
+
+def refinement_cases(refine_root: str | Path, per_pattern: int = 1) -> list[dict]:
+    """Figure 6's cases: committed refinements, ``per_pattern`` per failure pattern plus one success pruning.
+
+    Each case has ``before`` (C of the run with m*, the critical step and target marked) and ``after`` (C of the
+    verification run with m', the expected use marked at the first step the corrected action was taken), the
+    task record and the attempt that was committed.
+    """
+    log = [r for r in load_log(refine_root) if r.outcome == "committed"]
+    chosen: list[TaskRecord] = []
+    for pattern in (*SCENARIOS, "low_utilization_redundancy"):
+        chosen += [r for r in log if (r.committed_pattern or r.first_rule_pattern) == pattern][:per_pattern]
+    want = {x for r in chosen for x in (r.executions[0], r.attempts[-1].execution) if x}
+    runs = {e.id: e for e in load_executions(refine_root, sorted(want))}
+    cases = []
+    for r in chosen:
+        a = r.attempts[-1]
+        before, after = runs.get(r.executions[0]), runs.get(a.execution or "")
+        if before is None or after is None:
+            continue
+        refl = a.reflection or {}
+        if r.branch == "failure":
+            first = r.attempts[0].reflection or refl
+            target = refl.get("supporting_segment")
+            correct = (refl.get("correct_action") or "").strip().lower()
+            hit = next((t for t, act in enumerate(after.utilization.actions) if act.strip().lower() == correct), None)
+            b = _marked(before.utilization, first.get("critical_step"), first.get("supporting_segment"),
+                        r.first_rule_pattern)
+            f = _marked(after.utilization, hit, target if hit is not None else None, r.committed_pattern)
+        else:
+            b, f = before.utilization, after.utilization
+        cases.append({"record": r, "attempt": a, "before": b, "after": f,
+                      "segments": (len(before.memory.segments), len(after.memory.segments))})
+    return cases
+
+
+def recorded_verifier(refine_root: str | Path):
+    """A verifier that replays what is on record: for a candidate the refinement played, its verification run.
+
+    Returns:
+        ``verify(task_id, candidate) -> Execution`` (KeyError when that candidate was never played: use
+        :func:`model_verifier` to play it).
+    """
+    execs = [e for e in load_executions(refine_root) if e.candidate]
+
+    def verify(task_id: str, candidate: MemoryEntry) -> Execution:
+        for e in execs:
+            if e.task_id == task_id and e.memory.segments == candidate.segments and e.entry_id == candidate.entry_id:
+                return e
+        raise KeyError(f"{refine_root}: no verification of this candidate of {candidate.entry_id!r} on {task_id!r} "
+                       "on record; play it with model_verifier(...)")
+
+    return verify
+
+
+def model_verifier(lm: Any, heads: Sequence[tuple[int, int]], split: str = "valid_seen", max_steps: int = 50):
+    """A verifier that plays the task with the candidate (the same execution as the refinement's, heads captured).
+
+    Returns:
+        ``verify(task_id, candidate) -> Execution``.
+    """
+    from workbench.agents.loop import Agent
+    from workbench.envs.alfworld import ALFWorldEnv, load_alfworld_tasks
+
+    tasks = {t.task_id: t for t in load_alfworld_tasks(split)}
+    state: dict = {}
+
+    def verify(task_id: str, candidate: MemoryEntry) -> Execution:
+        from .refine import execute
+
+        if task_id not in tasks:
+            raise KeyError(f"task {task_id!r} is not in {split}")
+        if "agent" not in state:
+            state["agent"], state["env"] = Agent.from_model(lm), ALFWorldEnv(max_steps=max_steps)
+        state["n"] = state.get("n", 0) + 1
+        return execute(state["agent"], state["env"], heads, tasks[task_id], candidate, 1000 + state["n"],
+                       candidate.version, True, max_steps)
+
+    return verify
