@@ -22,6 +22,7 @@ from workbench.llm import (
     segment_text,
 )
 from workbench.llm.offline.refiner import diagnose, weakly_utilized
+from workbench.llm.offline.reflector import reflect_failure
 from workbench.memory.trajectory import Segment
 
 OFFLINE = get_backend("offline-alfworld")
@@ -163,3 +164,33 @@ def test_segment_text_round_trip_and_edit_conflicts() -> None:
         apply_segment_edits(segs, [SegmentEdit(index=5, op="delete")])
     with pytest.raises(ValueError, match="needs non-empty text"):
         SegmentEdit(index=0, op="replace", text=" ")
+
+
+def test_with_admissible_commands_the_critical_error_is_read_off_milestones_not_exact_plan_steps():
+    """A run that takes another instance of the object by another route made progress; its error is where it left
+    every way to the goal (skipping the clean), not its first step (where the exact plan pointer stops)."""
+    from workbench.memory.trajectory import MemoryEntry, Segment, Step, Trajectory
+
+    plan = ("go to countertop 1", "take apple 1 from countertop 1", "go to sinkbasin 1", "clean apple 1 with sinkbasin 1",
+            "go to fridge 1", "open fridge 1", "put apple 1 in/on fridge 1")
+    room = "You are in the middle of a room. Looking quickly around you, you see a countertop 1, a countertop 2."
+    go = [f"go to {x}" for x in ("countertop 1", "countertop 2", "sinkbasin 1", "fridge 1", "microwave 1", "drawer 1")]
+    run = [("go to countertop 2", "On the countertop 2, you see a apple 2."),
+           ("take apple 2 from countertop 2", "You pick up the apple 2 from the countertop 2."),
+           ("go to microwave 1", "The microwave 1 is closed."), ("go to drawer 1", "The drawer 1 is closed."),
+           ("go to microwave 1", "The microwave 1 is closed.")]
+    obs = [room] + [o for _, o in run[:-1]]
+    adm = [go, go + ["take apple 2 from countertop 2"], go, go, go]
+    traj = Trajectory(task_id="valid_seen/x/t", goal="put a clean apple in fridge.", initial_observation=room,
+                      steps=tuple(Step(observation=o, action=a) for o, (a, _) in zip(obs, run)),
+                      meta={"steps": [{"admissible": a} for a in adm], "final_observation": run[-1][1]})
+    memory = MemoryEntry(entry_id="m", task_id="m", goal="put a clean tomato in fridge.", segments=(
+        Segment(action="go to diningtable 1"), Segment(action="take tomato 1 from diningtable 1"),
+        Segment(action="go to sinkbasin 1"), Segment(action="clean tomato 1 with sinkbasin 1"),
+        Segment(action="go to fridge 1")))
+    r = reflect_failure(ReflectorInput(memory=memory, trajectory=traj, expert_plan=plan))
+    assert (r.critical_step, r.wrong_action, r.correct_action) == (2, "go to microwave 1", "go to sinkbasin 1")
+    assert r.supporting_segment == 2 and "1 of 4 milestones" in r.reason
+    # Without the admissible commands, the exact plan pointer never advanced: step 0.
+    bare = traj.model_copy(update={"meta": {}})
+    assert reflect_failure(ReflectorInput(memory=memory, trajectory=bare, expert_plan=plan)).critical_step == 0

@@ -50,7 +50,7 @@ from workbench.envs.alfworld_text import (
 )
 
 __all__ = ["Milestone", "Label", "milestones", "label_state", "OracleState", "replay_state", "label_trajectory_states",
-           "oracle_rollout", "oracle_agreement"]
+           "oracle_rollout", "oracle_agreement", "progress"]
 
 _TRANSFORMS = ("clean X with Y", "heat X with Y", "cool X with Y")
 _INTERACT = {"take X from Y", "open X", "clean X with Y", "heat X with Y", "cool X with Y", "use X", "put X in/on Y"}
@@ -143,6 +143,18 @@ def _achieved(ms: list[Milestone], k: int, st: OracleState) -> bool:
         carried_away = any(x.obj == b.holding for x in ms if x.template == "take X from Y") and b.location != m.location
         return b.lamp_on and not carried_away
     return False
+
+
+def progress(plan: Sequence[str], state: OracleState) -> int:
+    """How many of the plan's milestones ``state`` has achieved (any instance of the plan's object counts)."""
+    ms = milestones(plan)
+    held = state.base.holding
+    plan_objs = [m.obj for m in ms if m.template == "take X from Y"]
+    if held and held not in plan_objs:
+        free = [o for o in plan_objs if entity_type(o) == entity_type(held) and not _put_done(ms, o, state)]
+        if free:
+            ms = [_with_object(m, free[0], held) for m in ms]
+    return sum(_achieved(ms, k, state) for k in range(len(ms)))
 
 
 def _put_done(ms: list[Milestone], obj: str | None, st: OracleState) -> bool:

@@ -1,11 +1,18 @@
 """Offline semantic reflector and retrieval analyzer for ALFWorld: plan tracking and template matching.
 
-Failure branch. The run is replayed against the reference plan with a pointer: an action equal to the next
-plan action advances it, anything else (exploration, detours) is tolerated. The plan step the pointer stops
-at was never achieved, so the *earliest critical error* is the first action after the last progress: the
-moment the run left the plan and never came back. The correct action is that plan step; the supporting
-memory segment is the one with the same action template, preferring matching object and receptacle types,
-then the position in memory closest to the plan progress.
+Failure branch, with the task's expert plan and the run's admissible commands (what ``workbench refine``
+records): the run is replayed state by state with the plan-tracking oracle (:mod:`workbench.envs.oracle`).
+Progress is the number of the plan's milestones achieved (any instance of the plan's object counts, any route
+to it is fine); the *earliest critical error* is the first step, at or after the last step that made progress,
+where the run's action differs from the oracle's: the moment it left every way to the goal and never came back.
+The correct action is the oracle's there.
+
+With the plan but no admissible commands, the run is replayed against the plan with a pointer instead: an
+action equal to the next plan action advances it, anything else is tolerated, and the error is the first action
+after the last advance (exact plan steps: a different but valid route reads as no progress).
+
+Either way the supporting memory segment is the one with the correct action's template, preferring matching
+object and receptacle types, then the position in memory closest to the progress made.
 
 Without an expert plan, the memory's own actions are the plan, matched by template and entity types after
 renaming the memory task's goal object to this task's (see :func:`reflect_failure`).
@@ -96,6 +103,33 @@ def _memory_rename(inp: ReflectorInput) -> dict[str, str]:
     return {a: b for a, b in pairs if a and b and a != b}
 
 
+def _milestone_error(inp: ReflectorInput) -> FailureReflection | None:
+    """The oracle-based rule of the module docstring; None when the run lacks what it needs."""
+    from workbench.envs.oracle import label_trajectory_states, milestones, progress, replay_state
+
+    t, plan = inp.trajectory, tuple(inp.expert_plan)
+    steps = t.meta.get("steps") or []
+    if not plan or not t.steps or len(steps) < t.n_steps or any("admissible" not in s for s in steps[:t.n_steps]):
+        return None
+    obs, acts = [s.observation for s in t.steps], t.actions()
+    adm = [list(s["admissible"]) for s in steps[:t.n_steps]]
+    labels = label_trajectory_states(plan, obs, acts, adm, initial_observation=t.initial_observation)
+    after = [*obs[1:], t.meta.get("final_observation") or ""]
+    prog = [progress(plan, replay_state(acts[:k], obs[:k], after[k - 1] if k else "", t.initial_observation))
+            for k in range(t.n_steps + 1)]
+    last = max((k for k in range(1, t.n_steps + 1) if prog[k] > prog[k - 1]), default=0)  # state after progress
+    j = next((k for k in range(min(last, t.n_steps - 1), t.n_steps)
+              if labels[k].action is not None and normalize(labels[k].action) != normalize(acts[k])), None)
+    if j is None:
+        return None
+    correct, n_ms = labels[j].action, max(len(milestones(plan)), 1)
+    reason = (f"{prog[j]} of {n_ms} milestones done; from step {j} the run did '{acts[j]}' where the oracle does "
+              f"'{correct}' ({labels[j].reason}), and made no progress after")
+    seg = supporting_segment(inp.memory.segments, correct, prog[j] / n_ms)
+    return FailureReflection(critical_step=j, wrong_action=acts[j], correct_action=correct, supporting_segment=seg,
+                             reason=reason)
+
+
 def reflect_failure(inp: ReflectorInput) -> FailureReflection:
     """Earliest critical error, correct action and supporting segment of a failed run.
 
@@ -104,6 +138,9 @@ def reflect_failure(inp: ReflectorInput) -> FailureReflection:
     since a sibling task's instance numbers and objects differ; the correct action is then the memory's
     action with that renaming applied.
     """
+    by_oracle = _milestone_error(inp)
+    if by_oracle is not None:
+        return by_oracle
     actions = inp.trajectory.actions()
     if inp.expert_plan:
         plan, same = inp.expert_plan, None

@@ -176,7 +176,8 @@ def model_verifier(lm: Any, heads: Sequence[tuple[int, int]], split: str = "vali
         if task_id not in tasks:
             raise KeyError(f"task {task_id!r} is not in {split}")
         if "agent" not in state:
-            state["agent"], state["env"] = Agent.from_model(lm), ALFWorldEnv(max_steps=max_steps)
+            state["agent"] = Agent.from_model(lm, record_admissible=True)
+            state["env"] = ALFWorldEnv(max_steps=max_steps)
         state["n"] = state.get("n", 0) + 1
         return execute(state["agent"], state["env"], heads, tasks[task_id], candidate, 1000 + state["n"],
                        candidate.version, True, max_steps)

@@ -532,7 +532,7 @@ def refine(config: RefineConfig, out: str | Path, *, lm: Any = None, progress: b
         experts = {t.task_id: t for t in expert_trajectories_for(config.split)}
         plans = {k: t.actions() for k, t in experts.items()}
         lm = lm or load_model(config.model, dtype=config.dtype)
-        agent = Agent.from_model(lm)
+        agent = Agent.from_model(lm, record_admissible=True)  # the offline reflector replays states with them
         env = ALFWorldEnv(max_steps=config.max_steps)
         refiner = Refiner(base, agent, env, config.heads, backend, config, plans,
                           on_execution=lambda e: append_jsonl(exec_path, e))
