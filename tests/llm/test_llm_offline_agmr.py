@@ -194,3 +194,29 @@ def test_with_admissible_commands_the_critical_error_is_read_off_milestones_not_
     # Without the admissible commands, the exact plan pointer never advanced: step 0.
     bare = traj.model_copy(update={"meta": {}})
     assert reflect_failure(ReflectorInput(memory=memory, trajectory=bare, expert_plan=plan)).critical_step == 0
+
+
+def test_a_run_that_puts_the_object_down_and_takes_it_again_erred_after_its_first_take():
+    from workbench.memory.trajectory import MemoryEntry, Segment, Step, Trajectory
+
+    plan = ("go to desk 1", "take alarmclock 1 from desk 1", "use desklamp 1")
+    room = "You are in the middle of a room. Looking quickly around you, you see a desk 1, a sidetable 1, a sidetable 2."
+    go = [f"go to {x}" for x in ("desk 1", "sidetable 1", "sidetable 2")]
+    run = [("go to sidetable 1", "On the sidetable 1, you see a alarmclock 3."),
+           ("take alarmclock 3 from sidetable 1", "You pick up the alarmclock 3 from the sidetable 1."),
+           ("go to sidetable 2", "On the sidetable 2, you see nothing."),
+           ("put alarmclock 3 in/on sidetable 2", "You put the alarmclock 3 in/on the sidetable 2."),
+           ("take alarmclock 3 from sidetable 2", "You pick up the alarmclock 3 from the sidetable 2."),
+           ("go to sidetable 1", "On the sidetable 1, you see nothing.")]
+    obs = [room] + [o for _, o in run[:-1]]
+    adm = [go, go + ["take alarmclock 3 from sidetable 1"], go, go + ["put alarmclock 3 in/on sidetable 2"],
+           go + ["take alarmclock 3 from sidetable 2"], go]
+    traj = Trajectory(task_id="valid_seen/y/t", goal="look at alarmclock under the desklamp.", initial_observation=room,
+                      steps=tuple(Step(observation=o, action=a) for o, (a, _) in zip(obs, run)),
+                      meta={"steps": [{"admissible": a} for a in adm], "final_observation": run[-1][1]})
+    memory = MemoryEntry(entry_id="m", task_id="m", goal="look at book under the desklamp.", segments=(
+        Segment(action="go to bed 1"), Segment(action="take book 1 from bed 1"), Segment(action="go to desk 1"),
+        Segment(action="use desklamp 1")))
+    r = reflect_failure(ReflectorInput(memory=memory, trajectory=traj, expert_plan=plan))
+    assert (r.critical_step, r.wrong_action, r.correct_action) == (2, "go to sidetable 2", "go to desk 1")
+    assert r.supporting_segment == 2 and "first reached at step 2" in r.reason

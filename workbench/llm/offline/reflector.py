@@ -3,9 +3,11 @@
 Failure branch, with the task's expert plan and the run's admissible commands (what ``workbench refine``
 records): the run is replayed state by state with the plan-tracking oracle (:mod:`workbench.envs.oracle`).
 Progress is the number of the plan's milestones achieved (any instance of the plan's object counts, any route
-to it is fine); the *earliest critical error* is the first step, at or after the last step that made progress,
-where the run's action differs from the oracle's: the moment it left every way to the goal and never came back.
-The correct action is the oracle's there.
+to it is fine). The run's high-water mark is the first state at which it reached the most milestones it ever
+reached; the *earliest critical error* is the first step from there where the run's action differs from the
+oracle's: the moment it left every way to the goal, after which it never got further (a run that puts the object
+down and takes it again, over and over, erred at the first wrong move after its first take). The correct action
+is the oracle's there.
 
 With the plan but no admissible commands, the run is replayed against the plan with a pointer instead: an
 action equal to the next plan action advances it, anything else is tolerated, and the error is the first action
@@ -117,14 +119,15 @@ def _milestone_error(inp: ReflectorInput) -> FailureReflection | None:
     after = [*obs[1:], t.meta.get("final_observation") or ""]
     prog = [progress(plan, replay_state(acts[:k], obs[:k], after[k - 1] if k else "", t.initial_observation))
             for k in range(t.n_steps + 1)]
-    last = max((k for k in range(1, t.n_steps + 1) if prog[k] > prog[k - 1]), default=0)  # state after progress
+    best = max(prog)
+    last = prog.index(best)  # the first state with the most milestones the run ever reached
     j = next((k for k in range(min(last, t.n_steps - 1), t.n_steps)
               if labels[k].action is not None and normalize(labels[k].action) != normalize(acts[k])), None)
     if j is None:
         return None
     correct, n_ms = labels[j].action, max(len(milestones(plan)), 1)
-    reason = (f"{prog[j]} of {n_ms} milestones done; from step {j} the run did '{acts[j]}' where the oracle does "
-              f"'{correct}' ({labels[j].reason}), and made no progress after")
+    reason = (f"{prog[j]} of {n_ms} milestones done (its best, first reached at step {last}); at step {j} the run "
+              f"did '{acts[j]}' where the oracle does '{correct}' ({labels[j].reason}) and never got further")
     seg = supporting_segment(inp.memory.segments, correct, prog[j] / n_ms)
     return FailureReflection(critical_step=j, wrong_action=acts[j], correct_action=correct, supporting_segment=seg,
                              reason=reason)
