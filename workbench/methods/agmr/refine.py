@@ -461,10 +461,12 @@ def _open_base(root: Path, config: RefineConfig) -> MemoryBase:
         from workbench.eval.memory_base import default_memory_base
 
         src = default_memory_base()
+    from workbench.eval.runner import versions
+
     base = src.clone(root)
     atomic_write_text(cfg_path, json.dumps({"config": config.identity(),
                                             "source": {"path": str(src.root), "digest": src.digest(),
-                                                       "entries": len(src)}}, indent=1))
+                                                       "entries": len(src)}, "versions": versions()}, indent=1))
     return base
 
 
