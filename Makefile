@@ -44,7 +44,8 @@ reproduce: install
 
 test: install install-server install-browser
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS) tests notebooks/01_baselines.ipynb notebooks/02_retrieval_heads.ipynb \
-		notebooks/03_utilization.ipynb notebooks/04_agmr.ipynb --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
+		notebooks/03_utilization.ipynb notebooks/04_agmr.ipynb \
+		notebooks/05_arbiter.ipynb notebooks/06_proactive.ipynb --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
 
 test-fast: install
 	$(BIN)/python -m pytest -q -m "not integration" tests

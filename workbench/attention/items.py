@@ -21,7 +21,7 @@ from statistics import mean
 from workbench.attention.capture import CapturedStep
 from workbench.prompts.layout import BuiltPrompt
 
-__all__ = ["item_utilization", "focal_vs_ambient", "span_utilization"]
+__all__ = ["item_utilization", "focal_vs_ambient", "span_utilization", "episode_item_utilization"]
 
 
 def span_utilization(step: CapturedStep, start: int, end: int) -> float:
@@ -64,3 +64,15 @@ def focal_vs_ambient(rows: Sequence[dict]) -> dict:
                          "ambient_u_token": mean(a for _, a in both),
                          "focal_higher": mean(f > a for f, a in both)}
     return out
+
+
+def episode_item_utilization(agent, env, task, policy, heads, max_steps: int | None = None) -> tuple[list[dict], object]:
+    """Play one episode with the retrieval heads captured; its :func:`item_utilization` rows (each with the
+    ``task_id``) and the trajectory."""
+    from workbench.attention.instrument import CaptureInstrument
+
+    inst = CaptureInstrument(agent, list(heads))
+    inst.reset()
+    res = agent.run(env, task, policy, instruments=[inst], max_steps=max_steps)
+    rows = [r | {"task_id": task.task_id} for r in item_utilization(inst.capture.steps, inst.prompts)]
+    return rows, res.trajectory

@@ -19,6 +19,9 @@ PROFILES: dict[str, dict[str, dict]] = {
         "03_utilization": {"supervision_tasks": "0:4", "max_pairs": 12, "tf_tasks": "0:2", "episode_tasks": "",
                            "max_steps": 3, "n_examples": 2},
         "04_agmr": {"refine_tasks": "0:1", "eval_tasks": "0:1", "max_steps": 3},
+        "05_arbiter": {"tasks": "0:1", "max_steps": 3, "attention_tasks": "0:1", "switch_tasks": "0:1",
+                       "steps_per_task": 2},
+        "06_proactive": {"tasks": "0:1", "max_steps": 3, "attention_tasks": "0:1"},
     },
     "default": {
         # Both models. Episodes on 4 tasks spread over the sorted list (the untrained model plays all 50
@@ -34,9 +37,14 @@ PROFILES: dict[str, dict[str, dict]] = {
                                "n_random": 2},
         "03_utilization": {"models": [TRAINED], "supervision_tasks": "0:140:7", "max_pairs": 30,
                            "tf_tasks": "0:134:11", "episode_tasks": "", "max_steps": 50, "n_examples": 4},
-        # AGMR on a slice: refine on 5 valid_seen tasks (both variants), evaluate 6 conditions on 6 valid_unseen
+        # AGMR on a slice: refine on 3 valid_seen tasks (both variants), evaluate 6 conditions on 4 valid_unseen
         # tasks over two worker processes. Paper scale (140 refinement tasks, 134 test tasks) is PROFILE=full.
-        "04_agmr": {"refine_tasks": "0:140:28", "eval_tasks": "0:134:23", "max_steps": 50, "workers": 2},
+        "04_agmr": {"refine_tasks": "0:140:47", "eval_tasks": "0:134:34", "max_steps": 50, "workers": 2},
+        # 9 working-memory conditions on 2 tasks; item attention on 1 episode, band switches at 4 steps of 2 experts.
+        "05_arbiter": {"tasks": "0:134:67", "max_steps": 50, "workers": 2, "attention_tasks": "0:1",
+                       "switch_tasks": "0:134:67", "steps_per_task": 4},
+        # the action agent alone and 5 proactive conditions on 2 tasks; reminder attention on 1 episode.
+        "06_proactive": {"tasks": "0:134:67", "max_steps": 50, "workers": 2, "attention_tasks": "0:1"},
     },
     "full": {
         # Episodes and teacher forcing of all conditions as one job list over two worker processes (one per core;
@@ -52,6 +60,9 @@ PROFILES: dict[str, dict[str, dict]] = {
                            "max_pairs": None, "tf_tasks": "all", "episode_tasks": "0:134:4", "max_steps": 50,
                            "n_examples": 6},
         "04_agmr": {"refine_tasks": "all", "eval_tasks": "all", "max_steps": 50, "workers": 2, "n_cases": 2},
+        "05_arbiter": {"tasks": "all", "max_steps": 50, "workers": 2, "attention_tasks": "0:134:7",
+                       "switch_tasks": "0:134:7", "steps_per_task": 6},
+        "06_proactive": {"tasks": "all", "max_steps": 50, "workers": 2, "attention_tasks": "0:134:7"},
     },
 }
 

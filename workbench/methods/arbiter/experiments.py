@@ -1,0 +1,109 @@
+"""MemArbiter's evaluation (Tables 2, 4, 5, Figure 3 SR@k) and the two analyses beyond the paper, as functions
+notebook 05 calls.
+
+Run folders are ``ROOT/<model>/<condition>`` with conditions named ``<method>-<budget>`` (``arbiter-500``,
+``flat-recency-750``, ``arbiter-no-gate-500``), all on the same tasks, model and dtype, read by the one table
+renderer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["arbiter_configs", "condition_name", "item_attention", "band_switches", "behaviour_table"]
+
+
+def condition_name(memory: str, budget: int, ablation: str | None = None) -> str:
+    return f"{memory}{'-' + ablation if ablation else ''}-{budget}"
+
+
+def arbiter_configs(model: str, split: str, tasks: str, max_steps: int, root: str | Path,
+                    budgets: Sequence[int] = (500, 750), ablations: Sequence[str] = ("no-banks", "no-signals", "no-gate"),
+                    ablation_budget: int = 500, dtype: str = "float32", backend: str | None = None) -> list:
+    """MemArbiter, Flat Retrieval and Flat Recency at every budget, and the ablations at ``ablation_budget``."""
+    from workbench.eval.runner import RunConfig
+
+    out = Path(root) / model
+    common = dict(split=split, tasks=tasks, model=model, max_steps=max_steps, dtype=dtype, teacher_forcing=False)
+    cfgs = []
+    for b in budgets:
+        for memory in ("arbiter", "flat-retrieval", "flat-recency"):
+            extra = {"backend": backend} if memory == "arbiter" and backend else {}
+            cfgs.append(RunConfig(out=str(out / condition_name(memory, b)), memory=memory, budget=b, **extra, **common))
+    for a in ablations:
+        extra = {"backend": backend} if backend else {}
+        cfgs.append(RunConfig(out=str(out / condition_name("arbiter", ablation_budget, a)), memory="arbiter",
+                              budget=ablation_budget, ablation=a, **extra, **common))
+    return cfgs
+
+
+def behaviour_table(runs: dict):
+    """Table 5: (a) one-step recovery and failed-action repetition on the common-failure tasks, adjacent repetition
+    and state-action recurrence on all tasks; (b) the episodic share at a failed action and at the next prompt;
+    plus the largest P_t in o200k tokens. A DataFrame indexed by condition."""
+    import pandas as pd
+
+    from workbench.eval.behaviour import common_failure_rates, episodic_share, max_memory_o200k, recurrence_rates
+
+    common = common_failure_rates(runs)
+    rows = {}
+    for name, trajs in runs.items():
+        share = episodic_share(trajs) or {}
+        rows[name] = {"common_failure_tasks": len(common["tasks"]), **common[name], **recurrence_rates(trajs),
+                      "episodic_share_failed": share.get("failed_action_prompt"),
+                      "episodic_share_next": share.get("next_prompt"), "max_P_t_o200k": max_memory_o200k(trajs)}
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def item_attention(lm, heads, split: str, tasks: str, budget: int = 500, max_steps: int = 50) -> tuple[list, list]:
+    """Beyond the paper (a): item-level utilization by the retrieval heads while MemArbiter plays ``tasks``.
+
+    Returns:
+        ``(rows, trajectories)``: rows of :func:`workbench.attention.items.item_utilization` with their task id
+        (:func:`~workbench.attention.items.focal_vs_ambient` compares the bands within steps), and the episodes
+        (the run's own, played again with the heads captured: scoring is deterministic and capture only reads).
+    """
+    from workbench.agents.loop import Agent
+    from workbench.attention.items import episode_item_utilization
+    from workbench.envs.alfworld import ALFWorldEnv
+    from workbench.eval.runner import RunConfig, select_tasks
+
+    from .policy import ArbiterPolicy
+
+    agent = Agent.from_model(lm, keep_prompts=True)
+    env = ALFWorldEnv(max_steps=max_steps)
+    rows: list[dict] = []
+    trajs = []
+    try:
+        for task in select_tasks(RunConfig(out="-", split=split, tasks=tasks, memory="none")):
+            r, traj = episode_item_utilization(agent, env, task, ArbiterPolicy(budget=budget), heads, max_steps)
+            rows += r
+            trajs.append(traj)
+    finally:
+        env.close()
+    return rows, trajs
+
+
+def band_switches(lm, split: str, tasks: str, budget: int = 500, per_transition: int = 2,
+                  steps_per_task: int = 6) -> list[dict]:
+    """Beyond the paper (b): the band-switch re-scores (:func:`~workbench.methods.arbiter.causal.band_switch_effects`)
+    along the expert trajectories of ``tasks``, at ``steps_per_task`` evenly spread steps of each."""
+    from workbench.agents.loop import Agent
+    from workbench.eval.memory_base import expert_trajectories_for
+    from workbench.eval.runner import RunConfig, select_tasks
+
+    from .causal import band_switch_effects
+    from .policy import ArbiterPolicy
+
+    wanted = {t.task_id for t in select_tasks(RunConfig(out="-", split=split, tasks=tasks, memory="none"))}
+    agent = Agent.from_model(lm)
+    rows: list[dict] = []
+    for expert in expert_trajectories_for(split):
+        if expert.task_id not in wanted:
+            continue
+        n = expert.n_steps
+        at = sorted({round(i * (n - 1) / max(steps_per_task - 1, 1)) for i in range(min(steps_per_task, n))})
+        rows += band_switch_effects(agent, ArbiterPolicy(budget=budget), expert, expert.meta["admissible"], steps=at,
+                                    per_transition=per_transition)
+    return rows
