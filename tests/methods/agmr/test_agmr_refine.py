@@ -42,7 +42,8 @@ def test_a_failed_verification_retries_from_the_candidate_its_trajectory_and_its
     base = make_base(tmp_path)
     closer = ["go to countertop 1", "take apple 1 from countertop 1", "go to countertop 1"]  # now fails at step 2
     on_3 = _rows(6, 3, strong=(3,))  # the candidate's run reads segment 3 (the new target) most
-    r = ScriptedRefiner(base, [(False, WRONG, None), (False, closer, on_3), (False, closer, on_3)])
+    r = ScriptedRefiner(base, [(False, WRONG, None), (False, closer, on_3), (False, closer, on_3),
+                               (False, closer, on_3)])
     rec = r.refine_task(TASK, "put a apple in fridge.")
     assert (rec.outcome, len(rec.attempts)) == ("discarded", 3)
     a1, a2, a3 = rec.attempts
@@ -50,9 +51,18 @@ def test_a_failed_verification_retries_from_the_candidate_its_trajectory_and_its
     # Attempt 2 reflected on the first candidate's run: a new critical step, a new target, an edit on top of edit 1.
     assert a2.reflection["critical_step"] == 2 and a2.reflection["correct_action"] == "go to fridge 1"
     assert r.shown[2].segments[1] == r.shown[1].segments[1] and r.shown[2].segments[3] != r.shown[1].segments[3]
-    # Attempt 3: the deterministic refiner proposes the same edit again: a typed error, counted, nothing played.
-    assert a3.execution is None and "RefinementError" in a3.error and "unchanged" in a3.error
+    # Attempt 3: the same reflection again; the deterministic refiner escalates (cue + correction, rivals scoped).
+    assert a3.execution == f"{TASK.task_id}#3" and "escalated" in a3.refinement["rationale"]
+    seg3 = r.shown[3].segments[3].thought
+    assert seg3.startswith("KEY STEP") and "Do exactly 'go to fridge 1'" in seg3
     assert base.get("valid_train/tomato/t1") == entry() and len(base.history("valid_train/tomato/t1")) == 1
+    # A fourth proposal on the escalated memory would change nothing: a typed error, counted, nothing played.
+    r4 = ScriptedRefiner(base, [(False, closer, on_3)], max_attempts=1)
+    r4.script = []
+    from workbench.methods.agmr.refine import _Run
+
+    with pytest.raises(Exception, match="unchanged"):
+        r4._failure_edit(r.shown[3], _Run(r.executions[-1]), TASK.task_id)
 
 
 @pytest.mark.parametrize("rows, pattern, distractor_edit", [

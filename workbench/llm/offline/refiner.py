@@ -70,6 +70,8 @@ def correction_edit(segs: Sequence[Segment], r: FailureReflection) -> SegmentEdi
     target, kind = segs[i], parse_action(r.correct_action).template
     thought = (f"Do exactly '{target.action}' here (a '{kind}' action). Do not '{r.wrong_action}' "
                "instead; it is not needed at this point.")
+    if target.thought and thought in target.thought:  # already corrected (perhaps with more): leave it
+        thought = target.thought
     return SegmentEdit(index=i, op="replace", text=_with_thought(target, thought))
 
 
@@ -85,8 +87,27 @@ def deletion_edits(segs: Sequence[Segment], drop: Sequence[int]) -> list[Segment
     return edits
 
 
+def _scope_edit(segs: Sequence[Segment], d: int, kind: str, r: FailureReflection) -> SegmentEdit:
+    seg = segs[d]
+    note = (f"(Scope: this step only does '{seg.action}'. It is not the '{kind}' step; "
+            f"do not repeat it when the task needs '{r.correct_action}'.)")
+    return SegmentEdit(index=d, op="replace", text=_with_thought(seg, _add_note(seg.thought, note)))
+
+
+def _changes(segs: Sequence[Segment], edits: Sequence[SegmentEdit]) -> bool:
+    from ..edits import parse_segment_text
+
+    return any(e.op != "replace" or parse_segment_text(e.text or "") != segs[e.index] for e in edits)
+
+
 def refine_failure(inp: FailureRefinerInput) -> Refinement:
-    """Diagnose the failure pattern and emit the matching segment edits."""
+    """Diagnose the failure pattern and emit the matching segment edits.
+
+    A proposal that would leave the memory as it is (the same reflection on a retry, after the same edit was
+    already made) is escalated once: the target gets both the salience cue and the in-place correction, and the
+    two most-attended other segments of the column get scope notes. A retry then tries the stronger edit instead
+    of failing as "unchanged".
+    """
     r, segs, goal = inp.reflection, inp.memory.segments, inp.memory.goal
     i = r.supporting_segment
     pattern, distractors = diagnose(inp.utilization, i, inp.scale)
@@ -102,14 +123,23 @@ def refine_failure(inp: FailureRefinerInput) -> Refinement:
         why = (f"segment {i} scored below {ATTENDED} of the {'entry scale' if inp.scale is not None else 'peak'} "
                f"at step {r.critical_step}")
         if pattern == "distracted_by_irrelevant":
-            for d in distractors:
-                seg = segs[d]
-                note = (f"(Scope: this step only does '{seg.action}'. It is not the '{kind}' step; "
-                        f"do not repeat it when the task needs '{r.correct_action}'.)")
-                edits.append(SegmentEdit(index=d, op="replace", text=_with_thought(seg, _add_note(seg.thought, note))))
+            edits += [_scope_edit(segs, d, kind, r) for d in distractors]
             why = f"segments {list(distractors)} drew attention comparable to segment {i}"
+    if not _changes(segs, edits):
+        corrected = parse_segment_text_of(correction_edit(segs, r))
+        thought = _add_note(corrected.thought, cue, first=True)
+        rivals = sorted((k for k in range(len(segs)) if k != i), key=lambda k: (-inp.utilization[k], k))[:MAX_DISTRACTORS]
+        edits = [SegmentEdit(index=i, op="replace", text=_with_thought(target, thought))]
+        edits += [_scope_edit(segs, d, kind, r) for d in rivals]
+        why += "; the edit was already made, so it is escalated (cue + correction, the strongest rivals scoped)"
     return Refinement(pattern=pattern, target_segment=i, distractor_segments=distractors, edits=tuple(edits),
                       rationale=why)
+
+
+def parse_segment_text_of(edit: SegmentEdit) -> Segment:
+    from ..edits import parse_segment_text
+
+    return parse_segment_text(edit.text or "")
 
 
 def weakly_utilized(matrix: Sequence[Sequence[float]], rule: str = "relative") -> set[int]:
