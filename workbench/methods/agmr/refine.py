@@ -262,14 +262,17 @@ class Refiner:
             raise RefinementError("the edits delete every segment of the memory")
         return memory.model_copy(update={"segments": segments})
 
-    def _failure_edit(self, memory: MemoryEntry, run: _Run, task_id: str) -> tuple[MemoryEntry, dict]:
-        """One failure-branch proposal: reflection, rule, refinement, candidate."""
+    def _failure_edit(self, memory: MemoryEntry, run: _Run, task_id: str, info: dict | None = None
+                      ) -> tuple[MemoryEntry, dict]:
+        """One failure-branch proposal: reflection, rule, refinement, candidate (``info`` fills as they come, so an
+        attempt that fails half-way keeps what its stages said)."""
         from workbench.llm import DirectFailureEditInput, FailureRefinerInput, ReflectorInput
 
+        info = {} if info is None else info
         traj, C = run.traj, run.record.matrix()
         refl = self._stage("reflector_failure", ReflectorInput(memory=memory, trajectory=traj,
                                                                expert_plan=tuple(self.plans.get(task_id, ()))))
-        info: dict = {"reflection": refl.model_dump()}
+        info["reflection"] = refl.model_dump()
         if not 0 <= refl.critical_step < C.n_steps:
             raise RefinementError(f"reflector: critical_step {refl.critical_step} is not a step of the run "
                                   f"({C.n_steps} steps)")
@@ -329,10 +332,13 @@ class Refiner:
             memory, run = entry, first
             first_pattern = first_rule = None
             for n in range(1, self.config.max_attempts + 1):
+                info: dict = {}
                 try:
-                    cand, info = self._failure_edit(memory, run, task.task_id)
+                    cand, info = self._failure_edit(memory, run, task.task_id, info)
                 except typed as e:
-                    attempts.append(Attempt(n=n, error=_error(e)))
+                    attempts.append(Attempt(n=n, error=_error(e), reflection=info.get("reflection"),
+                                            rule=info.get("rule"), refinement=info.get("refinement"),
+                                            pattern=info.get("pattern")))
                     continue
                 # The pattern on the first diagnosis that got through (Figure 9 counts it).
                 first_pattern = first_pattern or info.get("pattern")
