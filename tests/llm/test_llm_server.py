@@ -104,3 +104,23 @@ def test_cached_rerun_sends_zero_requests_and_reproduces_outputs(llama_server, t
     assert second_inner.stats["requests"] == 0
     assert second == first
     assert second_cache.stats() == {"hits": 3, "misses": 0, "writes": 0, "corrupt": 0}
+
+
+def test_agmr_refinement_with_a_real_model_as_reflector_and_refiner(llama_server, tmp_path) -> None:
+    """AGMR's stages on the real server (SmolLM2-135M: a weak reflector): whatever it answers, each attempt is a
+    validated edit that was verified, or a typed error with nothing applied; the base changes only by a commit."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "methods" / "agmr"))
+    from agmr_builders import RIGHT, TASK, WRONG, ScriptedRefiner, entry, make_base
+
+    base = make_base(tmp_path)
+    r = ScriptedRefiner(base, [(False, WRONG, None), (True, RIGHT, None)], backend=client(llama_server), max_attempts=1)
+    rec = r.refine_task(TASK, "put a apple in fridge.")
+    (attempt,) = rec.attempts
+    assert (attempt.error is None) == (attempt.execution is not None)
+    if rec.outcome == "committed":
+        assert base.get(entry().entry_id).version == 1 and attempt.diff
+    else:
+        assert rec.outcome == "error" and base.get(entry().entry_id) == entry()
