@@ -145,15 +145,22 @@ def _achieved(ms: list[Milestone], k: int, st: OracleState) -> bool:
     return False
 
 
-def progress(plan: Sequence[str], state: OracleState) -> int:
-    """How many of the plan's milestones ``state`` has achieved (any instance of the plan's object counts)."""
-    ms = milestones(plan)
+def _follow_held(ms: list[Milestone], state: OracleState) -> tuple[list[Milestone], bool]:
+    """Rule 2: the milestones with the held instance in place of the plan's (when it is another instance of a plan
+    object not yet placed), and whether the agent holds a stray object the plan does not use (rule 1)."""
     held = state.base.holding
     plan_objs = [m.obj for m in ms if m.template == "take X from Y"]
-    if held and held not in plan_objs:
-        free = [o for o in plan_objs if entity_type(o) == entity_type(held) and not _put_done(ms, o, state)]
-        if free:
-            ms = [_with_object(m, free[0], held) for m in ms]
+    if not held or held in plan_objs:
+        return ms, False
+    free = [o for o in plan_objs if entity_type(o) == entity_type(held) and not _put_done(ms, o, state)]
+    if not free:
+        return ms, True
+    return [_with_object(m, free[0], held) for m in ms], False
+
+
+def progress(plan: Sequence[str], state: OracleState) -> int:
+    """How many of the plan's milestones ``state`` has achieved (any instance of the plan's object counts)."""
+    ms, _ = _follow_held(milestones(plan), state)
     return sum(_achieved(ms, k, state) for k in range(len(ms)))
 
 
@@ -184,19 +191,15 @@ def label_state(plan: Sequence[str], state: OracleState, admissible: Sequence[st
         return Label(None, "the plan has no interaction")
     b = state.base
     held = b.holding
-    plan_objs = [m.obj for m in ms if m.template == "take X from Y"]
-    if held and held not in plan_objs:
-        free = [o for o in plan_objs if entity_type(o) == entity_type(held) and not _put_done(ms, o, state)]
-        if free:  # rule 2: continue the plan with the instance in hand
-            ms = [_with_object(m, free[0], held) for m in ms]
-        else:  # rule 1: put the stray object down
-            here = [c for n, c in adm.items() if n.startswith(f"put {held} ") and b.location and n.endswith(b.location)]
-            if here:
-                return Label(here[0], f"put down {held}, which the plan does not use")
-            back = state.taken_from.get(held)
-            if back and b.location != back:
-                return _go(back, adm, f"return {held} to {back}")
-            return Label(None, f"holding {held}, which the plan does not use, and no way to put it down here")
+    ms, stray = _follow_held(ms, state)  # rule 2: continue the plan with the instance in hand
+    if stray:  # rule 1: put the stray object down
+        here = [c for n, c in adm.items() if n.startswith(f"put {held} ") and b.location and n.endswith(b.location)]
+        if here:
+            return Label(here[0], f"put down {held}, which the plan does not use")
+        back = state.taken_from.get(held)
+        if back and b.location != back:
+            return _go(back, adm, f"return {held} to {back}")
+        return Label(None, f"holding {held}, which the plan does not use, and no way to put it down here")
     pending = [k for k in range(len(ms)) if not _achieved(ms, k, state)]
     if not pending:
         return Label(None, "every milestone is achieved (the game should be won)")

@@ -155,6 +155,11 @@ class MemoryBase:
         self.get(entry_id)
         return [r for r in self._history if r.entry_id == entry_id]
 
+    def original(self, entry_id: str) -> MemoryEntry:
+        """The first stored version of an entry (what it was before any commit)."""
+        records = self.history(entry_id)
+        return records[0].entry if records else self.get(entry_id)
+
     def at_version(self, entry_id: str, version: int) -> MemoryEntry:
         """The entry as stored at ``version``.
 

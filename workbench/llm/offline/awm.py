@@ -63,7 +63,8 @@ def induce_workflow(inp: WorkflowInput) -> Workflow:
     """The most frequent abstract skeleton of the examples (module docstring)."""
     skeletons: Counter = Counter()
     for e in inp.examples:
-        keep = [s.action for k, s in enumerate(e.segments) if k not in redundant_steps(e.segments)]
+        drop = redundant_steps(e.segments)
+        keep = [s.action for k, s in enumerate(e.segments) if k not in drop]
         sk = abstract_actions(e.goal, keep)
         if sk:
             skeletons[sk] += 1

@@ -32,7 +32,7 @@ import torch
 from workbench.attention.diagnosis import DiagnosisConfig, diagnose_column, weakly_used_segments
 from workbench.memory.trajectory import Segment
 
-from ..edits import segment_text
+from ..edits import parse_segment_text, segment_text
 from ..inputs import DirectFailureEditInput, DirectSuccessEditInput, FailureRefinerInput, SuccessRefinerInput
 from ..schemas import DirectEdit, FailureReflection, Refinement, SegmentEdit
 from workbench.envs.alfworld_text import parse_action
@@ -95,8 +95,6 @@ def _scope_edit(segs: Sequence[Segment], d: int, kind: str, r: FailureReflection
 
 
 def _changes(segs: Sequence[Segment], edits: Sequence[SegmentEdit]) -> bool:
-    from ..edits import parse_segment_text
-
     return any(e.op != "replace" or parse_segment_text(e.text or "") != segs[e.index] for e in edits)
 
 
@@ -126,7 +124,7 @@ def refine_failure(inp: FailureRefinerInput) -> Refinement:
             edits += [_scope_edit(segs, d, kind, r) for d in distractors]
             why = f"segments {list(distractors)} drew attention comparable to segment {i}"
     if not _changes(segs, edits):
-        corrected = parse_segment_text_of(correction_edit(segs, r))
+        corrected = parse_segment_text(correction_edit(segs, r).text or "")
         thought = _add_note(corrected.thought, cue, first=True)
         rivals = sorted((k for k in range(len(segs)) if k != i), key=lambda k: (-inp.utilization[k], k))[:MAX_DISTRACTORS]
         edits = [SegmentEdit(index=i, op="replace", text=_with_thought(target, thought))]
@@ -134,12 +132,6 @@ def refine_failure(inp: FailureRefinerInput) -> Refinement:
         why += "; the edit was already made, so it is escalated (cue + correction, the strongest rivals scoped)"
     return Refinement(pattern=pattern, target_segment=i, distractor_segments=distractors, edits=tuple(edits),
                       rationale=why)
-
-
-def parse_segment_text_of(edit: SegmentEdit) -> Segment:
-    from ..edits import parse_segment_text
-
-    return parse_segment_text(edit.text or "")
 
 
 def weakly_utilized(matrix: Sequence[Sequence[float]], rule: str = "relative") -> set[int]:

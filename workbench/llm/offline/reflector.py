@@ -107,7 +107,7 @@ def _memory_rename(inp: ReflectorInput) -> dict[str, str]:
 
 def _milestone_error(inp: ReflectorInput) -> FailureReflection | None:
     """The oracle-based rule of the module docstring; None when the run lacks what it needs."""
-    from workbench.envs.oracle import label_trajectory_states, milestones, progress, replay_state
+    from workbench.envs.oracle import label_state, milestones, progress, replay_state
 
     t, plan = inp.trajectory, tuple(inp.expert_plan)
     steps = t.meta.get("steps") or []
@@ -115,10 +115,12 @@ def _milestone_error(inp: ReflectorInput) -> FailureReflection | None:
         return None
     obs, acts = [s.observation for s in t.steps], t.actions()
     adm = [list(s["admissible"]) for s in steps[:t.n_steps]]
-    labels = label_trajectory_states(plan, obs, acts, adm, initial_observation=t.initial_observation)
     after = [*obs[1:], t.meta.get("final_observation") or ""]
-    prog = [progress(plan, replay_state(acts[:k], obs[:k], after[k - 1] if k else "", t.initial_observation))
-            for k in range(t.n_steps + 1)]
+    # state k = before action k (state n: after the last one), each replayed once for the labels and the progress
+    states = [replay_state(acts[:k], obs[:k], after[k - 1] if k else "", t.initial_observation)
+              for k in range(t.n_steps + 1)]
+    labels = [label_state(plan, states[k], adm[k]) for k in range(t.n_steps)]
+    prog = [progress(plan, st) for st in states]
     best = max(prog)
     last = prog.index(best)  # the first state with the most milestones the run ever reached
     j = next((k for k in range(min(last, t.n_steps - 1), t.n_steps)
@@ -185,7 +187,8 @@ def _idle_visit(acts: Sequence, results: Sequence[str], k: int) -> bool:
     return True
 
 
-def _redundancy(segments: Sequence[Segment]) -> dict[int, str]:
+def redundant_steps(segments: Sequence[Segment]) -> dict[int, str]:
+    """Segment index -> why its action cannot have guided progress (the success-branch rules)."""
     flags: dict[int, str] = {}
     acts = [parse_action(s.action) for s in segments]
     results = [s.observation for s in segments[1:]] + [""]  # what each action produced
@@ -212,14 +215,9 @@ def _redundancy(segments: Sequence[Segment]) -> dict[int, str]:
     return flags
 
 
-def redundant_steps(segments: Sequence[Segment]) -> dict[int, str]:
-    """Segment index -> why its action cannot have guided progress (the success-branch rules)."""
-    return _redundancy(segments)
-
-
 def reflect_success(inp: ReflectorInput) -> SuccessReflection:
     """Memory segments a successful run did not need (rules in the module docstring)."""
-    flags = _redundancy(inp.memory.segments)
+    flags = redundant_steps(inp.memory.segments)
     return SuccessReflection(redundant_segments=tuple(RedundantSegment(index=k, reason=r)
                                                       for k, r in sorted(flags.items())))
 

@@ -93,7 +93,7 @@ def success_by_scenario(runs: dict[str, Sequence[Trajectory]], groups: dict[str,
 def refined_share(trajs: Sequence[Trajectory], refined_root: str | Path) -> dict:
     """How many test episodes were shown an entry the refinement changed (version above its first)."""
     base = MemoryBase(refined_root)
-    refined = {e.entry_id for e in base if e.version != base.history(e.entry_id)[0].version}
+    refined = {e.entry_id for e in base if e.version != base.original(e.entry_id).version}
     shown = [t.meta.get("memory_entry") for t in trajs]
     hit = sum(1 for e in shown if e in refined)
     return {"episodes": len(shown), "shown_refined_entry": hit, "share": hit / len(shown) if shown else None,

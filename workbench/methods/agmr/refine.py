@@ -517,7 +517,7 @@ def refine(config: RefineConfig, out: str | Path, *, lm: Any = None, progress: b
 
     from workbench.agents.loop import Agent
     from workbench.attention import default_retrieval_heads
-    from workbench.envs.alfworld import ALFWorldEnv
+    from workbench.envs.alfworld import ALFWorldEnv, load_alfworld_tasks
     from workbench.eval.memory_base import expert_trajectories_for
     from workbench.eval.runner import parse_task_slice
     from workbench.llm.registry import get_backend
@@ -529,8 +529,6 @@ def refine(config: RefineConfig, out: str | Path, *, lm: Any = None, progress: b
     backend = get_backend(config.backend, **dict(kv.split("=", 1) for kv in config.backend_args))
     base, done = prepare(root, config)
     _, log_path, exec_path = _paths(root)
-    from workbench.envs.alfworld import load_alfworld_tasks
-
     tasks = load_alfworld_tasks(config.split)
     tasks = [tasks[i] for i in parse_task_slice(config.tasks, len(tasks))]
     todo = [t for t in tasks if t.task_id not in done]
@@ -574,8 +572,7 @@ def refine_stats(root: str | Path) -> dict:
     commits = [r for r in log if r.outcome == "committed"]
     by = Counter(f"{r.branch}/{r.committed_pattern or 'edit'}" for r in commits)
     tokens_now = sum(memory_tokens(e) for e in base)
-    originals = {e.entry_id: (base.history(e.entry_id) or [None])[0] for e in base}
-    originals = {k: (r.entry if r is not None else base.get(k)) for k, r in originals.items()}
+    originals = {e.entry_id: base.original(e.entry_id) for e in base}
     tokens_then = sum(memory_tokens(e) for e in originals.values())
     return {
         "config": saved.get("config"), "source": saved.get("source"),
