@@ -55,6 +55,7 @@ def test_grid_expands_configurations_times_grid(tmp_path):
     ("configurations: []", "key 'configurations': expected a non-empty list"),
     ("defaults: {}", "no configurations"),
     ("confgurations: [{memory: none}]", "unknown top-level key 'confgurations'"),
+    ("order: random\nconfigurations: [{name: a, memory: none}]", "key 'order': 'random' is not one of configs, interleaved"),
 ])
 def test_bad_grids_name_file_configuration_and_key(tmp_path, body, message):
     path = _write(tmp_path, f"out: {tmp_path / 'o'}\n{body}\n")
@@ -102,3 +103,29 @@ def test_sweep_folders_are_what_run_writes_and_it_resumes(tiny_model_dir, tmp_pa
         run_sweep(grid, workers=0, progress=False)
     last = json.loads((tmp_path / "grid" / "sweep.json").read_text())["invocations"][-1]
     assert "--workers 0" in last["error"] and last["finished"]
+
+
+def test_interleaved_order_plays_the_fewest_done_configuration_next(tiny_model_dir, tmp_path):
+    """A grid stopped early is balanced: the next job is always of a configuration with the fewest jobs done,
+    earlier invocations included; the folders are the same in either order."""
+    from workbench.eval.driver import _ordered, _plan
+
+    text = (f"out: {tmp_path / 'g'}\norder: interleaved\n"
+            f"defaults: {{model: {tiny_model_dir}, split: valid_unseen, max_steps: 2, teacher_forcing: false}}\n"
+            "configurations:\n  - {name: a, memory: none, tasks: '0:4'}\n  - {name: b, memory: none, tasks: '4:6'}\n")
+    grid = load_grid(_write(tmp_path, text))
+    assert grid.order == "interleaved" and load_grid(_write(tmp_path, text.replace("order: interleaved\n", ""))).order == "configs"
+    names = lambda jobs: [Path(j.config.out).name for j in jobs]
+    plans = [_plan(c, True) for c in grid.configs]
+    assert names(_ordered(plans, "interleaved")) == ["a", "b", "a", "b", "a", "a"]
+    assert names(_ordered(plans, "configs")) == ["a", "a", "a", "a", "b", "b"]
+    # b played alone first: a catches up before b goes again
+    run_sweep(grid, only=["b"], progress=False)
+    plans = [_plan(c, True) for c in grid.configs]
+    assert names(_ordered(plans, "interleaved")) == ["a", "a", "a", "a"]
+    report = run_sweep(grid, progress=False)
+    assert report.jobs == {"episode": 4, "teacher_forcing": 0}
+    ref = tmp_path / "ref"
+    run(RunConfig(out=str(ref), model=str(tiny_model_dir), tasks="0:4", max_steps=2, memory="none",
+                  teacher_forcing=False), progress=False)
+    assert (tmp_path / "g" / "a" / "trajectories.jsonl").read_bytes() == (ref / "trajectories.jsonl").read_bytes()

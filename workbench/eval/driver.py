@@ -116,6 +116,22 @@ def _jobs(plan: _Plan) -> list[Job]:
             + [Job(plan.cfg, t, TEACHER_FORCING) for t in plan.tf_todo])
 
 
+ORDERS = ("configs", "interleaved")
+
+
+def _ordered(plans: list[_Plan], order: str) -> list[Job]:
+    """One job list: configuration after configuration, or interleaved so the fewest-done configuration goes next."""
+    if order not in ORDERS:
+        raise ValueError(f"order '{order}': expected one of {', '.join(ORDERS)}")
+    if order == "configs":
+        return [j for p in plans for j in _jobs(p)]
+    keyed = []
+    for ci, p in enumerate(plans):
+        done = (len(p.tasks) - len(p.episodes)) + (len(p.tf_order) - len(p.tf_todo))
+        keyed += [((done + k, ci), j) for k, j in enumerate(_jobs(p))]
+    return [j for _, j in sorted(keyed, key=lambda kj: kj[0])]
+
+
 def _append_line(path: Path, record: dict) -> None:
     with path.open("a", encoding="utf-8") as fh:
         fh.write(json.dumps(record) + "\n")
@@ -156,8 +172,8 @@ def _complete(plan: _Plan, t0: float) -> dict:
 
 
 def drive(cfgs: list[RunConfig], resume: bool = False, progress: bool = True, lm=None, workers: int | None = None,
-          ray_address: str | None = None, executor: Executor | None = None, on_result=None, desc: str | None = None
-          ) -> BatchReport:
+          ray_address: str | None = None, executor: Executor | None = None, on_result=None, desc: str | None = None,
+          order: str = "configs") -> BatchReport:
     """Play every configuration's missing jobs over one executor and complete their run folders.
 
     Args:
@@ -167,6 +183,10 @@ def drive(cfgs: list[RunConfig], resume: bool = False, progress: bool = True, lm
         workers / ray_address: the executor (see ``make_executor``); or pass ``executor`` (it is not closed).
         on_result: called as ``on_result(job, result)`` after each result is written (monitoring, tests).
         desc: the progress bar's label.
+        order: ``configs`` plays each configuration's jobs before the next's; ``interleaved`` next plays a job
+            of the configuration with the fewest jobs done (its earlier runs included), so a grid stopped early
+            holds as equal a share of every configuration as it can. Either order writes the same folders (each
+            episode is played alone and stored in task order).
 
     Returns:
         A :class:`BatchReport`; ``report.metrics[cfg.out]`` is what that folder's ``metrics.json`` holds.
@@ -193,7 +213,7 @@ def drive(cfgs: list[RunConfig], resume: bool = False, progress: bool = True, lm
         _cut_torn_tail(Path(p.cfg.out) / "trajectories.jsonl")
         _cut_torn_tail(Path(p.cfg.out) / PARTS_FILE)
     by_out = {p.cfg.out: p for p in plans}
-    jobs = [j for p in plans for j in _jobs(p)]
+    jobs = _ordered(plans, order)
     report = BatchReport(jobs={EPISODE: sum(j.kind == EPISODE for j in jobs),
                                TEACHER_FORCING: sum(j.kind == TEACHER_FORCING for j in jobs)})
     if jobs:

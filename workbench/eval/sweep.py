@@ -12,6 +12,8 @@ A grid file::
       - {name: traj, memory: traj, retriever: minilm}
     grid:                          # optional: every configuration crossed with every combination of these
       dtype: [float32, bfloat16]   # -> none-float32, none-bfloat16, traj-float32, traj-bfloat16
+    order: interleaved             # optional: one job of each configuration in turn (default: configs, one
+                                   # configuration after another); a grid stopped early is then balanced
 
 Everything is checked before anything runs — unknown keys, unknown memory policies, models that are not to be
 found, bad task slices, bad types — and an error names the file, the configuration and the key. A sweep
@@ -36,7 +38,7 @@ from workbench.memory.trajectory import atomic_write_text
 
 __all__ = ["GridError", "Grid", "load_grid", "run_sweep"]
 
-_TOP = {"out", "defaults", "configurations", "grid", "description"}
+_TOP = {"out", "defaults", "configurations", "grid", "description", "order"}
 _FIELDS = {f.name: f for f in fields(RunConfig) if f.name != "out"}
 _RETRIEVERS = ("minilm", "bm25")
 _DECODES = ("score", "generate")
@@ -56,6 +58,7 @@ class Grid:
     out: str
     configs: tuple[RunConfig, ...]
     description: str = ""
+    order: str = "configs"
 
     @property
     def names(self) -> list[str]:
@@ -162,6 +165,11 @@ def load_grid(path: str | Path, out: str | None = None) -> Grid:
         for combo in combos:
             name = "-".join([*([str(entry["name"])] if "name" in entry else []), *(str(v) for v in combo.values())])
             resolved.append((name or f"config{i + 1}", {**defaults, **entry, **combo}))
+    from workbench.eval.driver import ORDERS
+
+    order = data.get("order", "configs")
+    if order not in ORDERS:
+        raise GridError(f"{path}: key 'order': '{order}' is not one of {', '.join(ORDERS)}")
     configs, n_tasks, seen = [], {}, {}
     for name, values in resolved:
         where = f"{path}: configuration '{name}'"
@@ -191,7 +199,8 @@ def load_grid(path: str | Path, out: str | None = None) -> Grid:
             raise GridError(f"{where}: {e}") from None
         _check_config(where, cfg, n_tasks)
         configs.append(cfg)
-    return Grid(path=str(path), out=out, configs=tuple(configs), description=str(data.get("description") or ""))
+    return Grid(path=str(path), out=out, configs=tuple(configs), description=str(data.get("description") or ""),
+                order=order)
 
 
 def run_sweep(grid: Grid, workers: int | None = None, ray_address: str | None = None, only: list[str] | None = None,
@@ -226,7 +235,7 @@ def run_sweep(grid: Grid, workers: int | None = None, ray_address: str | None = 
     record({})
     try:
         report = drive(configs, resume=True, progress=progress, workers=workers, ray_address=ray_address,
-                       on_result=on_result, desc=f"sweep {Path(grid.path).name}")
+                       on_result=on_result, desc=f"sweep {Path(grid.path).name}", order=grid.order)
     except BaseException as e:  # a failed or interrupted invocation says so (what it wrote stays, resumable)
         record({"finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "error": f"{type(e).__name__}: {e}"[:2000]})
         raise

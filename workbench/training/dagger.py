@@ -92,7 +92,7 @@ def rollout_grid(path: str | Path, out: str, model: str, iteration: int, n_games
     grid = {"description": f"DAgger iteration {iteration}: {model} on valid_train, one layout per game",
             "out": out, "defaults": {"model": model, "split": "valid_train", "max_steps": max_steps,
                                      "teacher_forcing": False, "record_admissible": True},
-            "configurations": configs}
+            "configurations": configs, "order": "interleaved"}  # stopped early, every layout has its share
     import yaml
 
     path = Path(path)
