@@ -58,15 +58,24 @@ train-agent: install
 		--p-no-memory 0.25 --memory-top-k 3 --max-pack-tokens 3072 --checkpoint-every 10 --resume
 
 # The memory-literate agent v2 (issue 14): DAgger from v1 under every evaluated layout, two iterations; each step
-# resumes after a kill (run the target again). Rollouts: about 1-2 h per iteration on 2 cores. Training: a pass costs
-# about 2.3x a v1 pass in tokens (working-memory layouts do not pack), so at least 2.5 h per run (estimated, not timed).
+# resumes after a kill (run the target again). Rollouts cost about 3.7 min of one core per episode (measured, iteration
+# 0, 2 workers on 2 cores), so an iteration does not play all 200 valid_train games: iteration 0 played every game
+# of the first five layouts (none, ICL, Traj, Flat Recency/Retrieval; played first, before grids interleaved), 9 of
+# MemArbiter and 7 of every other layout (136 episodes); iteration 1 plays 5 games of each layout (70 episodes).
+# Training visits 160 x 3 = 480 trajectories whatever the data size: with the 372 expert trajectories that is under
+# one pass over expert + on-policy data already, so more rollouts would not all be trained on.
+# Training: a pass costs about 2.3x a v1 pass in tokens (working-memory layouts do not pack), at least 2.5 h per run.
+IT0_GAMES := 7,none=15,icl=15,traj=15,flat-recency=15,flat-retrieval=15,arbiter=9
+IT1_GAMES := 5
 V2_TRAIN = $(BIN)/python -m workbench.training.train --threads 1 --seed 0 --updates 160 --accum 3 --lr 0.001 \
 	--warmup 5 --r 16 --alpha 32 --max-pack-tokens 3072 --checkpoint-every 10 --layouts all --resume
 train-agent-v2: install
-	OMP_NUM_THREADS=1 $(BIN)/workbench dagger rollout --iteration 0 --model smollm2-135m-alfworld --workers 2
+	OMP_NUM_THREADS=1 $(BIN)/workbench dagger rollout --iteration 0 --model smollm2-135m-alfworld --workers 2 \
+		--per-layout $(IT0_GAMES)
 	$(BIN)/workbench dagger label --iteration 0
 	$(V2_TRAIN) --out runs/dagger/it0/adapter --on-policy runs/dagger/it0/labelled.jsonl
-	OMP_NUM_THREADS=1 $(BIN)/workbench dagger rollout --iteration 1 --model runs/dagger/it0/adapter --workers 2
+	OMP_NUM_THREADS=1 $(BIN)/workbench dagger rollout --iteration 1 --model runs/dagger/it0/adapter --workers 2 \
+		--per-layout $(IT1_GAMES)
 	$(BIN)/workbench dagger label --iteration 1
 	$(V2_TRAIN) --out workbench/assets/adapters/smollm2-135m-alfworld-v2 \
 		--on-policy runs/dagger/it0/labelled.jsonl --on-policy runs/dagger/it1/labelled.jsonl

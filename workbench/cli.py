@@ -186,7 +186,7 @@ def _cmd_dagger(a: argparse.Namespace) -> int:
 
     if a.step == "rollout":
         print(json.dumps(run_rollouts(a.root, a.iteration, a.model, workers=a.workers, ray_address=a.ray_address,
-                                      n_games=a.games)))
+                                      n_games=a.games, per_layout=a.per_layout)))
     else:
         print(json.dumps(label_iteration(a.root, a.iteration)))
     return 0
@@ -375,6 +375,8 @@ def build_parser() -> argparse.ArgumentParser:
     dg.add_argument("--model", default=DEFAULT_AGENT, help="the agent to roll out (rollout)")
     dg.add_argument("--root", default="runs/dagger", help="iterations live in ROOT/it<N>")
     dg.add_argument("--games", type=int, help="the first N valid_train games only (default all 200)")
+    dg.add_argument("--per-layout", metavar="K[,NAME=K]", help="the first K games of each layout's share of the "
+                    "games (NAME=K: that layout's own K), e.g. 7,none=15 (default: every game)")
     _executor_args(dg)
     dg.set_defaults(fn=_cmd_dagger)
 

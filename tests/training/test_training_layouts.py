@@ -108,6 +108,29 @@ def test_rollout_grid_is_a_valid_sweep(tmp_path):
         covered.update(parse_task_slice(c.tasks, 200))
     assert sorted(covered) == list(range(200)) and set(covered.values()) == {1}  # every game once
     assert {c.budget for c in grid.configs if c.budget} == {500, 750}
+    assert grid.order == "interleaved"  # stopped early, every layout has played its share
+
+
+def test_rollout_grid_per_layout_keeps_each_layouts_first_games(tmp_path):
+    from workbench.eval.runner import parse_task_slice
+    from workbench.eval.sweep import load_grid
+    from workbench.training.dagger import parse_per_layout
+
+    path = rollout_grid(tmp_path / "it1.yaml", str(tmp_path / "runs"), "smollm2-135m-alfworld", 1, 200,
+                        per_layout="3,none=99,arbiter=5")
+    full = {c.memory + str(c.ablation): c for c in load_grid(rollout_grid(
+        tmp_path / "all.yaml", str(tmp_path / "r2"), "smollm2-135m-alfworld", 1, 200)).configs}
+    grid = load_grid(path)
+    counts = {c.out.rsplit("/", 1)[1]: parse_task_slice(c.tasks, 200) for c in grid.configs}
+    assert len(counts["none"]) == 15 and grid.configs[0].tasks == "0:200:14"  # K over the share: the whole share
+    assert len(counts["arbiter"]) == 5 and all(len(v) == 3 for k, v in counts.items() if k not in ("none", "arbiter"))
+    for c in grid.configs:  # the first K games of the same share as the full grid
+        share = parse_task_slice(full[c.memory + str(c.ablation)].tasks, 200)
+        assert parse_task_slice(c.tasks, 200) == share[:len(parse_task_slice(c.tasks, 200))]
+    assert parse_per_layout(None) == (None, {})
+    for bad, msg in (("0", "not K or NAME=K"), ("3,nonee=2", "no layout 'nonee'"), ("x", "not K or NAME=K")):
+        with pytest.raises(ValueError, match=msg):
+            parse_per_layout(bad)
 
 
 def test_dagger_rollout_then_label_end_to_end(tiny_model_dir, tmp_path):

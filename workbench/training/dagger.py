@@ -31,7 +31,7 @@ from .data import admissible_at
 from .layouts import BUDGETS, LAYOUTS, Layout
 
 __all__ = ["label_trajectory", "label_run", "rollout_grid", "label_report", "write_labelled", "run_rollouts",
-           "label_iteration", "iteration_dir"]
+           "label_iteration", "iteration_dir", "parse_per_layout"]
 
 
 def label_trajectory(traj: Trajectory, plan: Sequence[str]) -> list[str | None]:
@@ -70,20 +70,44 @@ def label_report(trajs: Sequence[Trajectory]) -> dict:
             "by_rollout": dict(Counter(t.meta.get("rollout", "") for t in trajs))}
 
 
+def parse_per_layout(spec: str | None) -> tuple[int | None, dict[str, int]]:
+    """``--per-layout`` ``K`` or ``K,NAME=K2,...`` -> (K for every layout, {layout name: its own K})."""
+    if spec is None:
+        return None, {}
+    default, own = None, {}
+    for part in (p.strip() for p in str(spec).split(",") if p.strip()):
+        name, _, k = part.rpartition("=")
+        if not k.isdigit() or int(k) < 1:
+            raise ValueError(f"--per-layout '{spec}': '{part}' is not K or NAME=K with K >= 1")
+        if name:
+            known = [lay.family.replace("/", "-") for lay in LAYOUTS]
+            if name not in known:
+                raise ValueError(f"--per-layout '{spec}': no layout '{name}' (known: {', '.join(known)})")
+            own[name] = int(k)
+        else:
+            default = int(k)
+    return default, own
+
+
 def rollout_grid(path: str | Path, out: str, model: str, iteration: int, n_games: int,
-                 layouts: Sequence[Layout] = LAYOUTS, max_steps: int = 50) -> Path:
+                 layouts: Sequence[Layout] = LAYOUTS, max_steps: int = 50, per_layout: str | None = None) -> Path:
     """Write the grid of iteration ``iteration``'s rollouts: game j of valid_train under layout j mod L.
 
     Each layout is one configuration over the slice ``j0:n_games:L`` of the sorted games; budgeted layouts
-    alternate 500 and 750 from one iteration to the next.
+    alternate 500 and 750 from one iteration to the next. ``per_layout`` (``K`` or ``K,NAME=K2,...``) keeps only
+    the first K games of each layout's slice (of the named ones, their own K): a smaller iteration whose games
+    still spread over the whole split.
     """
     L = len(layouts)
+    default_k, own_k = parse_per_layout(per_layout)
     configs = []
     for j, lay in enumerate(layouts):
         if j >= n_games:
             break  # fewer games than layouts: the first n_games layouts get one game each
         name = lay.family.replace("/", "-")
-        cfg = {"name": name, "memory": lay.memory, "tasks": f"{j}:{n_games}:{L}"}
+        k = own_k.get(name, default_k)
+        stop = n_games if k is None or k >= len(range(j, n_games, L)) else j + L * (k - 1) + 1
+        cfg = {"name": name, "memory": lay.memory, "tasks": f"{j}:{stop}:{L}"}
         if lay.ablation:
             cfg["ablation"] = lay.ablation
         if lay.budgeted:
@@ -111,14 +135,16 @@ def iteration_dir(root: str | Path, iteration: int) -> Path:
 
 
 def run_rollouts(root: str | Path, iteration: int, model: str, workers: int | None = None,
-                 ray_address: str | None = None, n_games: int | None = None, max_steps: int = 50) -> dict:
+                 ray_address: str | None = None, n_games: int | None = None, max_steps: int = 50,
+                 per_layout: str | None = None) -> dict:
     """Step 1 of an iteration: write its grid and play it (resumable: run it again after a kill)."""
     from workbench.envs.alfworld import load_alfworld_tasks
     from workbench.eval.sweep import load_grid, run_sweep
 
     it = iteration_dir(root, iteration)
     n = n_games or len(load_alfworld_tasks("valid_train"))
-    grid = load_grid(rollout_grid(it / "grid.yaml", str(it / "runs"), model, iteration, n, max_steps=max_steps))
+    grid = load_grid(rollout_grid(it / "grid.yaml", str(it / "runs"), model, iteration, n, max_steps=max_steps,
+                                  per_layout=per_layout))
     report = run_sweep(grid, workers=workers, ray_address=ray_address)
     return {"grid": str(it / "grid.yaml"), "wall_s": report.wall_s, "played": report.jobs}
 
