@@ -290,7 +290,8 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="run an agent on a benchmark split; writes trajectories/metrics/config")
     r.add_argument("--env", default="alfworld")
     r.add_argument("--split", default="valid_unseen")
-    r.add_argument("--tasks", default="0:20", help="slice of the split's sorted tasks: 0:20, 10:, all")
+    r.add_argument("--tasks", default="0:20", help="slice of the split's sorted tasks: 0:20, 10:, all; none: no "
+                   "episodes (teacher forcing only, of --teacher-forcing-tasks)")
     r.add_argument("--task-types", nargs="*", help="pick look clean heat cool pick_two")
     r.add_argument("--memory", default="traj",
                    help="none | icl | traj | arbiter | flat-recency | flat-retrieval | proactive | proactive-passive | "

@@ -38,6 +38,22 @@ def test_task_slices():
     assert parse_task_slice("0:10:4", 10) == [0, 4, 8]
     with pytest.raises(ValueError, match="--tasks"):
         parse_task_slice("x:y", 10)
+    assert parse_task_slice("none", 10) == []
+
+
+def test_teacher_forcing_only_run(tiny_model_dir, tmp_path):
+    """tasks: none plays no episode; its teacher forcing is the one a run with episodes writes."""
+    only = RunConfig(out=str(tmp_path / "tf"), model=str(tiny_model_dir), tasks="none", teacher_forcing_tasks="0:2",
+                     memory="none", max_steps=2)
+    metrics = run(only, progress=False)
+    both = run(RunConfig(out=str(tmp_path / "both"), model=str(tiny_model_dir), tasks="0:2", memory="none",
+                         max_steps=2), progress=False)
+    assert metrics["n_episodes"] == 0 and set(metrics) == {"n_episodes", "teacher_forced", "wall_s_this_invocation"}
+    assert metrics["teacher_forced"] == both["teacher_forced"] and metrics["teacher_forced"]["n_steps"] > 0
+    assert not (tmp_path / "tf" / "trajectories.jsonl").read_text()
+    for bad in (dict(teacher_forcing=False), dict(teacher_forcing_tasks=None), dict(teacher_forcing_tasks="none")):
+        with pytest.raises(ValueError, match="teacher-forcing-only run"):
+            RunConfig(out=str(tmp_path / "bad"), tasks="none", **{"teacher_forcing_tasks": "0:2", **bad})
 
 
 @pytest.mark.integration

@@ -155,10 +155,10 @@ def _complete(plan: _Plan, t0: float) -> dict:
     lines = [ln for ln in rows.read_text(encoding="utf-8").splitlines(keepends=True) if ln.strip()] if rows.exists() else []
     ids = [json.loads(ln)["task_id"] for ln in lines]
     ranked = sorted(range(len(lines)), key=lambda i: order.get(ids[i], len(order)))
-    if ranked != list(range(len(lines))):
+    if ranked != list(range(len(lines))) or not rows.exists():  # (a teacher-forcing-only run: an empty file)
         atomic_write_text(rows, "".join(lines[i] for i in ranked))
     trajs = [Trajectory.model_validate(d) for d in iter_jsonl_dicts(rows)]
-    metrics = batch_metrics(trajs)
+    metrics = batch_metrics(trajs) if plan.tasks else {"n_episodes": 0}  # tasks: none -> teacher forcing only
     metrics["wall_s_this_invocation"] = round(time.perf_counter() - t0, 1)
     if plan.tf_key is not None:
         tf_path = out / "teacher_forced.json"

@@ -31,6 +31,8 @@ from workbench.memory.trajectory import Trajectory, append_jsonl, atomic_write_t
 from workbench.methods.arbiter.policy import DEFAULT_BUDGET
 from workbench.models.registry import DEFAULT_AGENT
 
+NO_TASKS = "none"  # tasks: none -> no episodes (teacher forcing only)
+
 __all__ = ["RunConfig", "DTYPES", "parse_task_slice", "select_tasks", "run", "load_run", "versions",
            "teacher_forced_for", "teacher_forced_part", "combine_teacher_forced", "expert_for", "write_run_config",
            "batch_metrics", "check_resume", "build_policy", "policy_for"]
@@ -101,6 +103,9 @@ class RunConfig:
 
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype '{self.dtype}': expected one of {', '.join(DTYPES)}")
+        if self.tasks.strip() == NO_TASKS and (not self.teacher_forcing or self.tf_tasks.strip() == NO_TASKS):
+            raise ValueError("tasks 'none' plays no episode: it is a teacher-forcing-only run, so give "
+                             "teacher_forcing_tasks (--teacher-forcing-tasks), e.g. 0:140:7, and leave teacher forcing on")
         for name in ("task_types", "backend_args", "triggers"):  # config.json stores them as lists
             object.__setattr__(self, name, tuple(getattr(self, name) or ()))
         takes = policy_options(self.memory)  # a clear error for unknown policies
@@ -165,10 +170,13 @@ class RunConfig:
 
 
 def parse_task_slice(spec: str, n: int) -> list[int]:
-    """Indices selected by ``spec`` ("0:20", "10:", "0:134:11", ":", "all", "7") out of ``n`` tasks."""
+    """Indices selected by ``spec`` ("0:20", "10:", "0:134:11", ":", "all", "7") out of ``n`` tasks; ``none``
+    selects no task (a run's ``tasks: none`` plays no episode: teacher forcing only)."""
     spec = spec.strip()
     if spec in ("all", ":", ""):
         return list(range(n))
+    if spec == NO_TASKS:
+        return []
     try:
         if ":" in spec:
             parts = [int(p) if p else None for p in spec.split(":")]

@@ -118,7 +118,7 @@ def _check_config(where: str, cfg: RunConfig, n_tasks: dict) -> None:
         if spec is None:
             continue
         try:
-            if not parse_task_slice(spec, n_tasks[split_key]):
+            if not parse_task_slice(spec, n_tasks[split_key]) and spec.strip() != "none":
                 raise ValueError(f"--tasks '{spec}' selects no task of {n_tasks[split_key]}")
         except ValueError as e:
             raise GridError(f"{where}: key '{key}': {str(e).replace('--tasks', 'tasks')}") from None
