@@ -35,9 +35,9 @@ def _cmd_run(a: argparse.Namespace) -> int:
 def _cmd_sweep(a: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from workbench.eval.sweep import load_grid, run_sweep
+    from workbench.eval.sweep import load_grid, parse_overrides, run_sweep
 
-    grid = load_grid(a.grid, out=a.out)
+    grid = load_grid(a.grid, out=a.out, overrides=parse_overrides(a.set))
     if a.dry_run:
         for cfg in grid.configs:
             print(json.dumps({"name": Path(cfg.out).name, **cfg.identity()}))
@@ -326,6 +326,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "workers; each configuration writes the folder `workbench run` would; resumes")
     sw.add_argument("grid", help="GRID.yaml (see workbench.eval.sweep for the format)")
     sw.add_argument("--out", help="write into this folder instead of the grid's 'out'")
+    sw.add_argument("--set", action="append", metavar="KEY=VALUE", help="set a run field on every configuration "
+                    "(over the grid's values), e.g. --set model=smollm2-135m-alfworld-v2 (repeatable; give --out too)")
     sw.add_argument("--only", nargs="+", metavar="NAME", help="play only these configurations now")
     sw.add_argument("--dry-run", action="store_true", help="check the grid and print its configurations")
     _executor_args(sw)

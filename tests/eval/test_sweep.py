@@ -65,6 +65,20 @@ def test_bad_grids_name_file_configuration_and_key(tmp_path, body, message):
     assert not (tmp_path / "o").exists()
 
 
+def test_set_overrides_a_field_on_every_configuration(tmp_path):
+    from workbench.eval.sweep import parse_overrides
+
+    path = _write(tmp_path, GRID.format(out=tmp_path / "o", model="smollm2-135m-alfworld"))
+    grid = load_grid(path, overrides=parse_overrides(["max_steps=7", "teacher_forcing=false"]))
+    assert {c.max_steps for c in grid.configs} == {7} and not any(c.teacher_forcing for c in grid.configs)
+    for items, message in ((["max_step=7"], "--set max_step: unknown key"),
+                           (["retriever=bm25"], "--set retriever: the grid varies 'retriever'"),
+                           (["max_steps"], "--set max_steps: expected KEY=VALUE"),
+                           (["max_steps=ten"], "key 'max_steps': expected an integer")):
+        with pytest.raises(GridError, match=message):
+            load_grid(path, overrides=parse_overrides(items))
+
+
 def test_cli_refuses_a_bad_grid_before_running(tmp_path, capsys):
     path = _write(tmp_path, f"out: {tmp_path / 'o'}\nconfigurations: [{{name: a, memory: nope}}]\n")
     assert main(["sweep", str(path)]) == 2

@@ -15,6 +15,9 @@ A grid file::
     order: interleaved             # optional: one job of each configuration in turn (default: configs, one
                                    # configuration after another); a grid stopped early is then balanced
 
+``workbench sweep GRID.yaml --set model=NAME --out DIR`` plays the same grid for another value of a run field
+(over the defaults and every configuration's own value).
+
 Everything is checked before anything runs — unknown keys, unknown memory policies, models that are not to be
 found, bad task slices, bad types — and an error names the file, the configuration and the key. A sweep
 always resumes: run the same command again after a kill and only what is missing is played; a configuration
@@ -36,7 +39,7 @@ from typing import Any
 from workbench.eval.runner import DTYPES, RunConfig, parse_task_slice, versions
 from workbench.memory.trajectory import atomic_write_text
 
-__all__ = ["GridError", "Grid", "load_grid", "run_sweep"]
+__all__ = ["GridError", "Grid", "load_grid", "parse_overrides", "run_sweep"]
 
 _TOP = {"out", "defaults", "configurations", "grid", "description", "order"}
 _FIELDS = {f.name: f for f in fields(RunConfig) if f.name != "out"}
@@ -124,8 +127,26 @@ def _check_config(where: str, cfg: RunConfig, n_tasks: dict) -> None:
             raise GridError(f"{where}: key '{key}': {str(e).replace('--tasks', 'tasks')}") from None
 
 
-def load_grid(path: str | Path, out: str | None = None) -> Grid:
-    """Read and check a grid file (``out`` overrides the file's ``out``). Raises GridError naming what is wrong."""
+def parse_overrides(items: list[str] | None) -> dict:
+    """``--set KEY=VALUE`` items -> {key: value} (VALUE read as YAML: 500 is a number, [a, b] a list)."""
+    import yaml
+
+    out = {}
+    for item in items or ():
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise GridError(f"--set {item}: expected KEY=VALUE, e.g. --set model=smollm2-135m-alfworld-v2")
+        try:
+            out[key.strip()] = yaml.safe_load(value) if value.strip() else value
+        except yaml.YAMLError as e:
+            raise GridError(f"--set {item}: VALUE is not valid YAML ({e})") from None
+    return out
+
+
+def load_grid(path: str | Path, out: str | None = None, overrides: dict | None = None) -> Grid:
+    """Read and check a grid file (``out`` overrides the file's ``out``; ``overrides`` {key: value} set a run
+    field on every configuration, over the grid's defaults and its own values). Raises GridError naming what
+    is wrong."""
     import yaml
 
     path = Path(path)
@@ -157,6 +178,11 @@ def load_grid(path: str | Path, out: str | None = None) -> Grid:
             raise GridError(f"{path}: grid: unknown key '{key}' (known: {', '.join(sorted(_FIELDS))})")
         if not isinstance(values, list) or not values:
             raise GridError(f"{path}: grid: key '{key}': expected a non-empty list of values")
+    for key in overrides or {}:
+        if key not in _FIELDS:
+            raise GridError(f"{path}: --set {key}: unknown key (known: {', '.join(sorted(_FIELDS))})")
+        if key in grid:
+            raise GridError(f"{path}: --set {key}: the grid varies '{key}' (grid: {key}: [...]); edit the file instead")
     combos = [dict(zip(grid, vals)) for vals in itertools.product(*grid.values())] if grid else [{}]
     resolved: list[tuple[str, dict]] = []
     for i, entry in enumerate(entries if entries is not None else [{}]):
@@ -164,7 +190,7 @@ def load_grid(path: str | Path, out: str | None = None) -> Grid:
             raise GridError(f"{path}: configuration #{i + 1}: expected a mapping, got {entry!r}")
         for combo in combos:
             name = "-".join([*([str(entry["name"])] if "name" in entry else []), *(str(v) for v in combo.values())])
-            resolved.append((name or f"config{i + 1}", {**defaults, **entry, **combo}))
+            resolved.append((name or f"config{i + 1}", {**defaults, **entry, **combo, **(overrides or {})}))
     from workbench.eval.driver import ORDERS
 
     order = data.get("order", "configs")
