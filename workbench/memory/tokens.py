@@ -46,7 +46,14 @@ def count_o200k(text: str) -> int:
     >>> count_o200k("hello world")
     2
     """
-    return len(o200k_encoding().encode_ordinary(text)) if text else 0
+    return _count_o200k_cached(text) if text else 0
+
+
+@lru_cache(maxsize=1 << 16)
+def _count_o200k_cached(text: str) -> int:
+    # a pure function of the text, and ~10 ms a call in bpe-openai: memory items recur from step to step (the
+    # budgeted assembly counts the same items every step), so the counts are kept
+    return len(o200k_encoding().encode_ordinary(text))
 
 
 def count_tokens(text: str, tokenizer: Any, *, add_special_tokens: bool = False) -> int:
