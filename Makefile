@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PROFILE ?= default
 PYTEST_ARGS ?=
 
-.PHONY: install install-server install-browser reproduce test test-fast lab train-agent train-agent-v2 clean-venv
+.PHONY: install install-server install-browser reproduce test test-fast lab train-agent train-agent-v2 train-agent-v2-expert-only clean-venv
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -79,6 +79,10 @@ train-agent-v2: install
 	$(BIN)/workbench dagger label --iteration 1
 	$(V2_TRAIN) --out workbench/assets/adapters/smollm2-135m-alfworld-v2 \
 		--on-policy runs/dagger/it0/labelled.jsonl --on-policy runs/dagger/it1/labelled.jsonl
+
+# DAgger's effect (issue 14): the same recipe on the expert trajectories alone, under the same layouts (no rollouts)
+train-agent-v2-expert-only: install
+	$(V2_TRAIN) --out runs/dagger/expert-only/adapter
 
 lab: install
 	$(BIN)/jupyter lab notebooks/

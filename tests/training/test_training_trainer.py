@@ -88,6 +88,28 @@ def test_resume_refuses_other_hyper_parameters(smol_tokenizer, examples, tmp_pat
     other = _trainer(smol_tokenizer, examples, _cfg(updates=2, lr=1e-2), tmp_path / "c")
     with pytest.raises(ValueError, match="different hyper-parameters.*lr"):
         other.fit(resume=True)
+    # the same hyper-parameters on other data (TrainConfig.data, the data fingerprint) is refused too
+    with pytest.raises(ValueError, match="different hyper-parameters.*data"):
+        _trainer(smol_tokenizer, examples, _cfg(updates=2, data="other"), tmp_path / "c").fit(resume=True)
+
+
+def test_data_fingerprint_and_checkpoint_folders():
+    from pathlib import Path
+
+    from workbench.memory.trajectory import Step, Trajectory
+    from workbench.training.train import DataConfig, data_fingerprint, default_checkpoints
+
+    t = Trajectory(task_id="valid_train/a", goal="g", steps=(Step(observation="o", action="look"),), source="planner")
+    on = t.model_copy(update={"source": "agent:x", "meta": {"rollout": "dagger-0/none", "labels": ["look"]}})
+    relabelled = on.model_copy(update={"meta": {"rollout": "dagger-0/none", "labels": ["inventory"]}})
+    fp = {k: data_fingerprint(v, "all", DataConfig()) for k, v in
+          {"expert": [t], "on": [t, on], "relabelled": [t, relabelled]}.items()}
+    assert len(set(fp.values())) == 3 and fp["on"] == data_fingerprint([t, on], "all", DataConfig())
+    assert data_fingerprint([t], "v1", DataConfig()) != fp["expert"]
+    assert default_checkpoints(Path("workbench/assets/adapters/smollm2-135m-alfworld")) == Path(
+        "runs/train/smollm2-135m-alfworld")
+    assert (default_checkpoints(Path("runs/dagger/it0/adapter"))
+            != default_checkpoints(Path("runs/dagger/expert-only/adapter")))
 
 
 def test_schedule_warms_up_then_decays():

@@ -12,7 +12,7 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -142,7 +142,8 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m workbench.training.train", description=__doc__)
     p.add_argument("--out", required=True, help="adapter folder, e.g. workbench/assets/adapters/smollm2-135m-alfworld")
     p.add_argument("--base", default="smollm2-135m-instruct")
-    p.add_argument("--checkpoints", help="checkpoint folder (default runs/train/<out name>)")
+    p.add_argument("--checkpoints", help="checkpoint folder (default runs/train/<out name> for an adapter under "
+                   "workbench/assets/adapters, else runs/train/<out path, '/' as '--'>)")
     p.add_argument("--resume", action="store_true", help="continue from the latest checkpoint")
     p.add_argument("--threads", type=int, default=1)
     d, c = DataConfig(), TrainConfig()
@@ -191,7 +192,7 @@ def _train(a: argparse.Namespace) -> int:
                       eval_every=a.eval_every, checkpoint_every=a.checkpoint_every)
     dcfg = _data_config(a)
     out = Path(a.out)
-    ckpt = Path(a.checkpoints or Path("runs") / "train" / out.name)
+    ckpt = Path(a.checkpoints or default_checkpoints(out))
     model, tok, n_ctx = load_base(a.base)
     builder = PromptBuilder(tok, n_ctx)
     if dcfg.handcoded and not HANDCODED_FILE.exists():
@@ -217,6 +218,7 @@ def _train(a: argparse.Namespace) -> int:
             raise ValueError("--on-policy data is trained with --layouts all (the v1 recipe is expert data only)")
         sampler = MemorySampler(retriever, dcfg.p_no_memory, dcfg.memory_top_k, seed=cfg.seed)
         stream = build_stream(trajs, builder, sampler, dcfg, cfg.seed, cfg.negatives)
+    cfg = replace(cfg, data=data_fingerprint(trajs, a.layouts, dcfg))
     peft_model = add_lora(model, cfg)
     val = None if dcfg.val_tasks == "none" else (lambda: validation_sets(builder, retriever, dcfg))
     trainer = Trainer(peft_model, cfg, stream, val_sets=val, ckpt_dir=ckpt)
@@ -252,6 +254,29 @@ def _train(a: argparse.Namespace) -> int:
     print(json.dumps({"out": str(out), "train_wall_s": log.wall_s, "updates_s": record["updates_s"],
                       "final_train_loss": log.train[-1]["loss"], "val": log.val[-2:]}))
     return 0
+
+
+def default_checkpoints(out: Path) -> Path:
+    """Where a run's checkpoints go: ``runs/train/<name>`` for a committed adapter, else a folder named after the
+    whole output path (two runs writing ``.../it0/adapter`` and ``.../expert-only/adapter`` must not share one)."""
+    out = Path(out)
+    adapters = Path("workbench/assets/adapters")
+    if out.parent == adapters or out.parent.resolve() == adapters.resolve():
+        return Path("runs") / "train" / out.name
+    return Path("runs") / "train" / "--".join(p for p in out.parts if p not in ("/", ".", ".."))
+
+
+def data_fingerprint(trajs: list, layouts: str, dcfg: "DataConfig") -> str:
+    """A hash of what a run trains on: each trajectory's source, task, rollout, actions and labels, in order, with
+    the layout mode and the data options (a resume on other data is refused: ``TrainConfig.data``)."""
+    import hashlib
+
+    h = hashlib.sha256(json.dumps([layouts, {k: v for k, v in sorted(vars(dcfg).items()) if k != "val_tasks"}],
+                                  sort_keys=True, default=str).encode())
+    for t in trajs:
+        h.update(json.dumps([t.source, t.task_id, t.meta.get("rollout"), [s.action for s in t.steps],
+                             t.meta.get("labels")]).encode())
+    return h.hexdigest()[:16]
 
 
 def _on_policy(paths) -> list:

@@ -41,6 +41,8 @@ class TrainConfig:
             loss (cross-entropy of the expert's command among them, scored by mean log-prob per token as the
             agent scores them); 0 trains on the expert's tokens only.
         eval_every / checkpoint_every: in updates (0: only at the end).
+        data: a fingerprint of the training data (``train.data_fingerprint``): a checkpoint of a run on other
+            data (other on-policy files, layouts or data options) is refused on resume, not continued.
     """
 
     seed: int = 0
@@ -60,6 +62,7 @@ class TrainConfig:
     eval_every: int = 80
     checkpoint_every: int = 10
     keep_checkpoints: int = 2
+    data: str = ""
 
     def identity(self) -> dict:
         d = asdict(self)
