@@ -25,7 +25,13 @@ def test_action_patterns_tell_an_oscillating_agent_from_a_working_one():
     waiter = action_patterns([_traj(["look", "look", "look"])])
     assert waiter["repeat"] == 1.0 and waiter["oscillation"] == 0.0  # staying put is not oscillating
     assert action_patterns([_traj(["look"])]) == {"oscillation": 0.0, "repeat": 0.0, "distinct_actions": 1,
-                                                  "navigation": 0.0, "took_object": 0.0}
+                                                  "navigation": 0.0, "took_object": 0.0, "failed_oscillation": 0.0,
+                                                  "failed_oscillating": 0.0}
+    # over the failed episodes only: the stuck one loops, a failure that keeps moving does not
+    wanderer = _traj(["go to safe 1", "go to cabinet 4", "go to safe 1", "go to desk 1", "go to bed 1", "go to shelf 2"])
+    failed = action_patterns([stuck, worker, wanderer])
+    assert failed["failed_oscillating"] == 0.5 and failed["failed_oscillation"] == pytest.approx((8 + 1) / (8 + 4))
+    assert both["failed_oscillation"] == 1.0 and both["failed_oscillating"] == 1.0
     assert episode_metrics([stuck, worker])["action_patterns"] == both
 
 

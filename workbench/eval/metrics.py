@@ -36,9 +36,20 @@ def action_patterns(trajs: list[Trajectory]) -> dict:
         ``oscillation``: share of steps, from each episode's third on, that go back to the action of two steps
         before while differing from the last one (A, B, A, B, ...); ``repeat``: share of steps that repeat the last
         action; ``distinct_actions``: mean number of different actions per episode; ``navigation``: share of
-        ``go to`` actions; ``took_object``: share of episodes with at least one ``take``.
+        ``go to`` actions; ``took_object``: share of episodes with at least one ``take``; over the failed episodes
+        only, ``failed_oscillation`` (their oscillation step share) and ``failed_oscillating`` (the share of them
+        where at least half the steps from the third on oscillate: a failure that loops between two actions).
     """
-    acts = [t.actions() for t in trajs]
+    failed = [t.actions() for t in trajs if not t.success]
+    osc = [(sum(x == z != y for x, y, z in zip(a, a[1:], a[2:])), max(len(a) - 2, 0)) for a in failed]
+    n_later = sum(n for _, n in osc)
+    return _moves([t.actions() for t in trajs]) | {
+        "failed_oscillation": sum(k for k, _ in osc) / n_later if n_later else 0.0,
+        "failed_oscillating": sum(n > 0 and 2 * k >= n for k, n in osc) / len(osc) if osc else 0.0,
+    }
+
+
+def _moves(acts: list[list[str]]) -> dict:
     pairs = sum(max(len(a) - 1, 0) for a in acts)  # steps with a last action
     later = sum(max(len(a) - 2, 0) for a in acts)  # steps with one two steps before
     steps = sum(len(a) for a in acts)
