@@ -27,60 +27,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import sys
 import time
 from pathlib import Path
 
 import torch
 
-from workbench.agents.policy import _StaticEntry
 from workbench.eval.runner import RunConfig, run, select_tasks, teacher_forced_for
-from workbench.memory.task_info import game_key
 from workbench.reporting import write_card, write_table
 
 
-class OtherTypeMemory(_StaticEntry):
-    """Control: the best-retrieved trajectory whose task type differs from the task's (a wrong procedure)."""
-
-    name = "other_type"
-
-    def __init__(self, retriever) -> None:
-        super().__init__()
-        self.retriever = retriever
-
-    def _choose(self, task, goal):
-        for entry, score in self.retriever.retrieve(goal, task.task_id, None, k=60):
-            if entry.task_type != task.task_type:
-                return entry, {"memory_entry": entry.entry_id, "retrieval_score": score}
-        return None, {"memory_entry": None}
-
-
-class RandomSameType(_StaticEntry):
-    """Control: a random (seeded per task) same-type trajectory of another game instead of the retrieved one."""
-
-    name = "random_same"
-
-    def __init__(self, base, seed: int = 0) -> None:
-        super().__init__()
-        self.base, self.seed = base, seed
-
-    def _choose(self, task, goal):
-        pool = [e for e in self.base.entries(task.task_type) if game_key(e.task_id) != game_key(task.task_id)]
-        if not pool:
-            return None, {"memory_entry": None}
-        e = random.Random(f"{self.seed}|{task.task_id}").choice(pool)
-        return e, {"memory_entry": e.entry_id}
-
-
 def control_accuracy(lm, name: str, split: str, tasks: str, out: Path) -> dict:
-    """Teacher-forced accuracy under a control policy (cached in ``out/teacher_forced.json``)."""
-    from workbench.eval.memory_base import default_memory_base
-    from workbench.memory.retrieval import get_retriever
-
-    base = default_memory_base()
-    policy = OtherTypeMemory(get_retriever("minilm", base)) if name == "other_type" else RandomSameType(base)
-    return teacher_forced_for(lm, name, split, tasks, out, policy=policy)
+    """Teacher-forced accuracy under a control policy (``other_type`` / ``random_same``, registered memory
+    policies: a grid can run them too), cached in ``out/teacher_forced.json``."""
+    return teacher_forced_for(lm, name, split, tasks, out)
 
 
 def decision_rule_accuracy(lm, memory: str, split: str, tasks: str, out: Path) -> dict:

@@ -295,7 +295,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--task-types", nargs="*", help="pick look clean heat cool pick_two")
     r.add_argument("--memory", default="traj",
                    help="none | icl | traj | arbiter | flat-recency | flat-retrieval | proactive | proactive-passive | "
-                   "proactive-always | proactive-advisor | proactive-retrieval")
+                   "proactive-always | proactive-advisor | proactive-retrieval | awm; the memory controls "
+                   "other_type (another task type's trajectory) | random_same (a random same-type one)")
     r.add_argument("--budget", type=int, help="memory block budget in o200k tokens (arbiter, flat-*; default 500)")
     r.add_argument("--ablation", help="a MemArbiter ablation: no-banks | no-signals | no-gate")
     r.add_argument("--backend", help="LLM backend of a method's memory stages: the arbiter's state parser and "

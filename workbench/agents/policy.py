@@ -13,7 +13,7 @@ from typing import Protocol, runtime_checkable
 from workbench.envs.base import Task
 from workbench.memory.trajectory import MemoryEntry, Step
 
-__all__ = ["MemoryBlock", "MemoryPolicy", "NoMemory", "FixedICL", "RetrievedTrajectory", "FixedEntry", "register_policy", "get_policy", "policy_options", "list_policies"]
+__all__ = ["MemoryBlock", "MemoryPolicy", "NoMemory", "FixedICL", "RetrievedTrajectory", "FixedEntry", "OtherTypeTrajectory", "RandomSameType", "register_policy", "get_policy", "policy_options", "list_policies"]
 
 
 @dataclass(frozen=True)
@@ -158,8 +158,49 @@ class RetrievedTrajectory(_StaticEntry):
         return entry, {"memory_entry": entry.entry_id, "retrieval_score": float(score)}
 
 
-_POLICIES: dict[str, type] = {"none": NoMemory, "icl": FixedICL, "traj": RetrievedTrajectory}
-_OPTIONS: dict[str, tuple[str, ...]] = {"none": (), "icl": ("memory_base",), "traj": ("retriever", "memory_base")}
+class OtherTypeTrajectory(_StaticEntry):
+    """Memory control: the best-retrieved trajectory whose task type differs from the task's (a wrong procedure:
+    an agent that reads its memory should fall below no memory with it)."""
+
+    name = "other_type"
+
+    def __init__(self, retriever) -> None:
+        super().__init__()
+        self.retriever = retriever
+
+    def _choose(self, task: Task, goal: str) -> tuple[MemoryEntry | None, dict]:
+        for entry, score in self.retriever.retrieve(goal, task.task_id, None, k=60):
+            if entry.task_type != task.task_type:
+                return entry, {"memory_entry": entry.entry_id, "retrieval_score": float(score)}
+        return None, {"memory_entry": None}
+
+
+class RandomSameType(_StaticEntry):
+    """Memory control: a random (seeded per task) same-type trajectory of another game instead of the retrieved
+    one (how much of Traj's gain is retrieval rather than the task type)."""
+
+    name = "random_same"
+
+    def __init__(self, base, seed: int = 0) -> None:
+        super().__init__()
+        self.base, self.seed = base, seed
+
+    def _choose(self, task: Task, goal: str) -> tuple[MemoryEntry | None, dict]:
+        import random
+
+        from workbench.memory.task_info import game_key
+
+        pool = [e for e in self.base.entries(task.task_type) if game_key(e.task_id) != game_key(task.task_id)]
+        if not pool:
+            return None, {"memory_entry": None}
+        e = random.Random(f"{self.seed}|{task.task_id}").choice(pool)
+        return e, {"memory_entry": e.entry_id}
+
+
+_POLICIES: dict[str, type] = {"none": NoMemory, "icl": FixedICL, "traj": RetrievedTrajectory,
+                              "other_type": OtherTypeTrajectory, "random_same": RandomSameType}
+_OPTIONS: dict[str, tuple[str, ...]] = {"none": (), "icl": ("memory_base",), "traj": ("retriever", "memory_base"),
+                                        "other_type": ("retriever", "memory_base"), "random_same": ("memory_base",)}
 
 
 def register_policy(name: str, cls, options: tuple[str, ...] = ()) -> None:

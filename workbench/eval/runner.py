@@ -254,18 +254,24 @@ def build_policy(name: str, retriever: str = "minilm", *, budget: int | None = N
                  triggers: tuple[str, ...] = (), memory_base: str | None = None):
     """A memory policy: none/icl/traj over the default memory base (valid_train planner trajectories), or a
     method's policy (arbiter, flat-recency, flat-retrieval, proactive...) with its options."""
-    from workbench.agents.policy import FixedICL, NoMemory, RetrievedTrajectory, get_policy, policy_options
+    from workbench.agents.policy import (FixedICL, NoMemory, OtherTypeTrajectory, RandomSameType, RetrievedTrajectory,
+                                         get_policy, policy_options)
     from workbench.eval.memory_base import default_memory_base
     from workbench.memory.retrieval import get_retriever
 
     factory = get_policy(name)  # a clear error for unknown names
     if name == "none":
         return NoMemory()
-    if name in ("icl", "traj"):
+    if name in ("icl", "traj", "other_type", "random_same"):
         from workbench.memory.base import MemoryBase
 
         base = MemoryBase(memory_base) if memory_base else default_memory_base()
-        return FixedICL(base) if name == "icl" else RetrievedTrajectory(get_retriever(retriever, base))
+        if name == "icl":
+            return FixedICL(base)
+        if name == "random_same":
+            return RandomSameType(base)
+        cls = RetrievedTrajectory if name == "traj" else OtherTypeTrajectory
+        return cls(get_retriever(retriever, base))
     takes = policy_options(name)
     options: dict = {}
     if "budget" in takes:
