@@ -81,6 +81,14 @@ def decision_rule_accuracy(lm, memory: str, split: str, tasks: str, out: Path) -
     return result
 
 
+def _model_pairs(items: list[str]) -> list[tuple[str, str]]:
+    pairs = [tuple(p.split(":", 1)) for p in items]
+    bad = [p for p, q in zip(items, pairs) if len(q) != 2 or not all(q)]
+    if bad:
+        raise SystemExit(f"--table-model-pairs {bad[0]}: expected MODEL_A:MODEL_B")
+    return pairs
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="smollm2-135m-alfworld")
@@ -105,6 +113,9 @@ def main() -> None:
                     "--runs/<model>/<cond> for the models given by --table-models and --table-conditions")
     ap.add_argument("--table-models", nargs="*", default=["smollm2-135m-instruct", "smollm2-135m-alfworld"])
     ap.add_argument("--table-conditions", nargs="*", default=["none", "icl", "traj", "other_type", "random_same"])
+    ap.add_argument("--table-model-pairs", nargs="*", default=[], metavar="A:B",
+                    help="with --table/--card: models compared under each condition, paired (e.g. "
+                    "smollm2-135m-alfworld-v2:smollm2-135m-alfworld)")
     ap.add_argument("--table-title", default="valid_unseen: memory conditions")
     ap.add_argument("--table-notes", metavar="NOTES_MD", help="with --table: markdown put between the command and "
                     "the tables (how the run folders were made), kept in a file so a regenerated table keeps it")
@@ -117,7 +128,8 @@ def main() -> None:
         notes = Path(a.table_notes).read_text() if a.table_notes else ""
         try:
             text = write_table(out, Path(a.runs or "runs/full/01_baselines"), a.table_models, a.table_conditions,
-                               a.table_title, " ".join(["python", *sys.argv]), notes, a.table_keep_absent)
+                               a.table_title, " ".join(["python", *sys.argv]), notes, a.table_keep_absent,
+                               model_pairs=_model_pairs(a.table_model_pairs))
         except (ValueError, FileNotFoundError) as e:
             raise SystemExit(f"--table: {e}") from e
         if out.parent.name == "tables" and (out.parent.parent / "index.md").exists():

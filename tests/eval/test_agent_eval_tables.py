@@ -45,6 +45,13 @@ def test_table_flags_reach_the_library_and_its_errors_stop_the_script(agent_eval
     monkeypatch.setattr(sys, "argv", [*argv[:4], str(tmp_path / "nothing"), *argv[5:-1]])
     with pytest.raises(SystemExit, match="--table: no run folders"):
         agent_eval.main()
+    make_folder(tmp_path / "runs", "m2", "none", [True, True])
+    monkeypatch.setattr(sys, "argv", [*argv[:6], "m", "m2", *argv[7:], "--table-model-pairs", "m2:m"])
+    agent_eval.main()
+    assert json.loads(out.with_suffix(".json").read_text())["paired_models"][0]["only_a"] == 1
+    monkeypatch.setattr(sys, "argv", [*argv, "--table-model-pairs", "m2"])
+    with pytest.raises(SystemExit, match="--table-model-pairs m2: expected MODEL_A:MODEL_B"):
+        agent_eval.main()
     out.with_suffix(".json").write_text("{not json")
     monkeypatch.setattr(sys, "argv", argv)
     with pytest.raises(SystemExit, match="t.json is not a table"):

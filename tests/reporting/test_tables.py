@@ -262,3 +262,22 @@ def test_card_section_renders_a_table_json(tmp_path):
         write_card(adapter, [f"x={table}"], [model], ["traj"], "cmd")
     with pytest.raises(FileNotFoundError, match="nope.json: no such table"):
         write_card(adapter, [f"x={tmp_path / 'nope.json'}"], [model], ["traj"], "cmd")
+
+
+def test_models_are_paired_under_each_condition_even_when_one_is_carried(tmp_path):
+    """v2 beside v1: the same tasks and steps, McNemar per condition; v1's runs may exist only in the previous
+    table's .json (its outcomes are kept), v2's folders are fresh."""
+    first, second = tmp_path / "runs1", tmp_path / "runs2"
+    make_folder(first, "v1", "traj", [True, False, False, False], [True, False, False])
+    make_folder(second, "v2", "traj", [True, True, True, False], [True, True, False])
+    out = tmp_path / "t.md"
+    write_table(out, first, ["v1"], ["traj"], "T", "cmd")
+    md = write_table(out, second, ["v1", "v2"], ["traj"], "T", "cmd", keep_absent=True, model_pairs=[("v2", "v1")])
+    across = {r["kind"]: r for r in json.loads(out.with_suffix(".json").read_text())["paired_models"]}
+    assert (across["episodes"]["n"], across["episodes"]["only_a"], across["episodes"]["only_b"]) == (4, 2, 0)
+    assert across["episodes"]["memory"] == "traj" and across["TF steps"]["only_a"] == 1
+    assert "| traj | v2 vs v1 (episodes) | 4 | 75.0% | 25.0% | +50.0 pts | 2 | 0 | 0.5 |" in md
+    assert "Paired across models" in md
+    section = __import__("workbench.reporting", fromlist=["card_section"]).card_section(
+        f"S={out.with_suffix('.json')}", ["v1", "v2"], ["traj"])
+    assert "| traj | v2 vs v1 (episodes) |" in section

@@ -2,8 +2,8 @@
 renderer (memory conditions, by task type, paired exact McNemar, model-card sections) from run folders."""
 
 from workbench.reporting.outcomes import (DEFAULT_DTYPE, PAIRS, Outcomes, decode_outcomes, encode_outcomes,
-                                          folder_dtype, folder_outcomes, folder_table, paired_table, pairs_from,
-                                          read_table)
+                                          folder_dtype, folder_outcomes, folder_table, model_pairs_from, paired_table,
+                                          pairs_from, read_table)
 from workbench.reporting.profiles import PROFILES, notebook_parameters
 from workbench.reporting.reproduce import reproduce
 from workbench.reporting.save import Reports
@@ -12,5 +12,5 @@ from workbench.reporting.tables import (CARD_INTRO, card_section, carry_over, ch
 
 __all__ = ["CARD_INTRO", "DEFAULT_DTYPE", "PAIRS", "PROFILES", "Outcomes", "Reports", "card_section", "carry_over",
            "check_dtypes", "decode_outcomes", "encode_outcomes", "folder_dtype", "folder_outcomes", "folder_table",
-           "notebook_parameters", "paired_table", "pairs_from", "read_table", "reproduce", "rows_markdown",
+           "model_pairs_from", "notebook_parameters", "paired_table", "pairs_from", "read_table", "reproduce", "rows_markdown",
            "table_markdown", "write_card", "write_table"]

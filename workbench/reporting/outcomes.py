@@ -109,6 +109,30 @@ def pairs_from(outcomes: dict[tuple[str, str], Outcomes], models: list[str], pai
     return rows
 
 
+def model_pairs_from(outcomes: dict[tuple[str, str], Outcomes], conds: list[str],
+                     model_pairs: list[tuple[str, str]]) -> list[dict]:
+    """Paired comparisons of models under the same condition (v2 vs v1 on Traj: the same tasks, the same steps).
+
+    Args:
+        outcomes: what ``folder_outcomes`` (or ``decode_outcomes``) returns.
+        conds: the conditions, in the order of the lines within a pair of models.
+        model_pairs: ``(A, B)`` model pairs.
+
+    Returns:
+        One line per (pair, condition, kind) with at least one item both models scored: ``memory``, ``a``, ``b``
+        (the models), ``kind`` and the fields of ``workbench.eval.compare.paired_outcomes``.
+    """
+    rows = []
+    for a, b in model_pairs:
+        for cond in conds:
+            (ea, ta), (eb, tb) = outcomes.get((a, cond), ({}, {})), outcomes.get((b, cond), ({}, {}))
+            for kind, x, y in (("episodes", ea, eb), ("TF steps", ta, tb)):
+                r = paired_outcomes(x, y)
+                if r["n"]:
+                    rows.append({"memory": cond, "a": a, "b": b, "kind": kind} | r)
+    return rows
+
+
 def paired_table(root: Path, models: list[str], pairs: list[tuple[str, str]] = PAIRS) -> list[dict]:
     """``pairs_from`` the run folders ``root/<model>/<cond>`` of every condition the pairs name.
 

@@ -25,7 +25,8 @@ from pathlib import Path
 
 from workbench.memory.trajectory import atomic_write_text
 from workbench.reporting.outcomes import (DEFAULT_DTYPE, PAIRS, Outcomes, encode_outcomes, folder_outcomes,
-                                          folder_table, paired_table, pairs_from, read_json, read_table)
+                                          folder_table, model_pairs_from, paired_table, pairs_from, read_json,
+                                          read_table)
 
 __all__ = ["CARD_INTRO", "card_section", "carry_over", "check_dtypes", "rows_markdown", "table_markdown",
            "write_card", "write_table"]
@@ -70,13 +71,15 @@ def _dtype_line(dtypes: list[str]) -> str:
     return f"dtype: {dtypes[0]}" if len(dtypes) == 1 else f"dtype: {', '.join(dtypes)} (compared: the dtype column)"
 
 
-def rows_markdown(rows: list[dict], paired: list[dict] = (), compare_dtypes: bool = False) -> str:
+def rows_markdown(rows: list[dict], paired: list[dict] = (), compare_dtypes: bool = False,
+                  across: list[dict] = ()) -> str:
     """The condition table, success by task type, how the episodes move and the paired comparisons, as markdown.
 
     Args:
         rows: table rows (``folder_table``, ``carry_over`` or a table's ``.json``).
         paired: paired lines (``pairs_from``).
         compare_dtypes: show a ``dtype`` column in the condition table.
+        across: paired lines between models under one condition (``model_pairs_from``).
 
     Returns:
         The markdown, ending with a newline.
@@ -127,11 +130,19 @@ def rows_markdown(rows: list[dict], paired: list[dict] = (), compare_dtypes: boo
             lines.append(f"| {r['model']} | {r['a']} vs {r['b']} ({r['kind']}) | {r['n']} | {pct(r['rate_a'])} | "
                          f"{pct(r['rate_b'])} | {100 * r['diff']:+.1f} pts | {r['only_a']} | {r['only_b']} | "
                          f"{r['p_mcnemar']:.3g} |")
+    if across:
+        lines += ["", "Paired across models (the same condition, the same tasks / teacher-forced steps; exact "
+                  "McNemar):", "", "| memory | A vs B | items | A | B | A − B | only A | only B | p |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for r in across:
+            lines.append(f"| {r['memory']} | {r['a']} vs {r['b']} ({r['kind']}) | {r['n']} | {pct(r['rate_a'])} | "
+                         f"{pct(r['rate_b'])} | {100 * r['diff']:+.1f} pts | {r['only_a']} | {r['only_b']} | "
+                         f"{r['p_mcnemar']:.3g} |")
     return "\n".join(lines) + "\n"
 
 
 def table_markdown(rows: list[dict], title: str, command: str, paired: list[dict] = (), notes: str = "",
-                   carried: dict[str, str] | None = None, compare_dtypes: bool = False) -> str:
+                   carried: dict[str, str] | None = None, compare_dtypes: bool = False, across: list[dict] = ()) -> str:
     """The table page: title, dtype, the command that wrote it, notes, what was carried over, the tables.
 
     Args:
@@ -142,6 +153,7 @@ def table_markdown(rows: list[dict], title: str, command: str, paired: list[dict
         notes: markdown on how the run folders were made.
         carried: ``"model: part: condition"`` -> provenance, for what came from a previous version.
         compare_dtypes: the compared variable is the dtype (a dtype column; mixed dtypes allowed).
+        across: paired lines between models (``model_pairs_from``).
 
     Returns:
         The page.
@@ -159,7 +171,7 @@ def table_markdown(rows: list[dict], title: str, command: str, paired: list[dict
                    f"was written), from {src}: " + "; ".join(f"{k} ({', '.join(v)})" for k, v in whats.items())
                    + ".\n\n" for src, whats in by_source.items())
     return (f"# {title}\n\n{_dtype_line(dtypes)}\n\nMeasured with: `{command}`\n\n"
-            + (f"{notes}\n\n" if notes else "") + kept + rows_markdown(rows, paired, compare_dtypes))
+            + (f"{notes}\n\n" if notes else "") + kept + rows_markdown(rows, paired, compare_dtypes, across))
 
 
 def carry_over(previous: Path, models: list[str], conds: list[str], rows: list[dict],
@@ -231,7 +243,7 @@ def carry_over(previous: Path, models: list[str], conds: list[str], rows: list[d
 
 def write_table(out: Path, root: Path, models: list[str], conds: list[str], title: str, command: str,
                 notes: str = "", keep_absent: bool = False, pairs: list[tuple[str, str]] = PAIRS,
-                compare_dtypes: bool = False) -> str:
+                compare_dtypes: bool = False, model_pairs: list[tuple[str, str]] = ()) -> str:
     """Write the page ``out`` and its ``.json`` from the run folders ``root/<model>/<cond>``.
 
     The ``.json`` holds the rows, the paired comparisons, the runs root, the date, the provenance of what was
@@ -248,6 +260,7 @@ def write_table(out: Path, root: Path, models: list[str], conds: list[str], titl
         keep_absent: what the folders lack keeps its values and outcomes from the previous ``NAME.json``.
         pairs: the ``(A, B)`` comparisons (default ``PAIRS``); their conditions need not be rows.
         compare_dtypes: the compared variable is the dtype (a dtype column; mixed dtypes allowed).
+        model_pairs: ``(A, B)`` models compared under each of ``conds`` (paired by task and by step).
 
     Returns:
         The page.
@@ -277,8 +290,9 @@ def write_table(out: Path, root: Path, models: list[str], conds: list[str], titl
         raise FileNotFoundError(f"no run folders under {root}/<model>/<condition> for models {models} and "
                                 f"conditions {conds}")
     dtypes = check_dtypes(rows, compare_dtypes, _sources(rows, fresh, carried, root, out.with_suffix(".json")))
-    text = table_markdown(rows, title, command, paired, notes, carried, compare_dtypes)
-    record = {"rows": rows, "paired": paired, "runs": str(root), "written": time.strftime("%Y-%m-%d"),
+    across = model_pairs_from(outcomes, conds, list(model_pairs))
+    text = table_markdown(rows, title, command, paired, notes, carried, compare_dtypes, across)
+    record = {"rows": rows, "paired": paired, "paired_models": across, "runs": str(root), "written": time.strftime("%Y-%m-%d"),
               "carried": carried, "dtypes": dtypes, "outcomes": encode_outcomes(outcomes)}
     # readable rows, and the outcomes on one line (thousands of small lists)
     body = json.dumps(record | {"outcomes": None}, indent=1)
@@ -328,19 +342,21 @@ def card_section(section: str, models: list[str], conds: list[str], pairs: list[
         table = read_table(Path(root))
         rows = [r for r in table["rows"] if r["model"] in models and r["memory"] in conds]
         paired = [r for r in table["paired"] if r.get("model") in models and (r.get("a"), r.get("b")) in pairs]
+        across = [r for r in table.get("paired_models", []) if r["a"] in models and r["b"] in models
+                  and r["memory"] in conds]
         source = f"Table: `{root}` (its page `{Path(root).with_suffix('.md')}` says how the runs were made)."
         where = {(r["model"], r["memory"]): f"{root} row {r['model']}/{r['memory']}" for r in rows}
         if not rows:
             raise ValueError(f"card section {section!r}: no rows for {models} x {conds} in {root}")
     else:
-        rows, paired = folder_table(Path(root), models, conds), paired_table(Path(root), models, pairs)
+        rows, paired, across = folder_table(Path(root), models, conds), paired_table(Path(root), models, pairs), []
         source = f"Runs: `{root}/<model>/<condition>`."
         where = {(r["model"], r["memory"]): str(Path(root) / r["model"] / r["memory"]) for r in rows}
         if not rows:
             raise FileNotFoundError(f"card section {section!r}: no run folders under {root}/<model>/<condition>")
     dtypes = check_dtypes(rows, compare_dtypes, where)
     return "\n".join(["### " + title, "", source, "", _dtype_line(dtypes), "",
-                      rows_markdown(rows, paired, compare_dtypes).rstrip()])
+                      rows_markdown(rows, paired, compare_dtypes, across).rstrip()])
 
 
 def write_card(adapter: str | Path, sections: list[str], models: list[str], conds: list[str], command: str,
