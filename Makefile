@@ -64,11 +64,14 @@ train-agent: install
 # MemArbiter and 7 of every other layout (136 episodes); iteration 1 plays 5 games of each layout (70 episodes).
 # Training visits 160 x 3 = 480 trajectories whatever the data size: with the 372 expert trajectories that is under
 # one pass over expert + on-policy data already, so more rollouts would not all be trained on.
-# Training: a pass costs about 2.3x a v1 pass in tokens (working-memory layouts do not pack), at least 2.5 h per run.
+# Training: a visit of an expert trajectory costs 4.0k tokens on average over the 14 layouts (working-memory layouts
+# do not pack), one of a rollout 23.4k, or 5.0k with --on-policy-states 10 (measured on 25 visits each): about 2M
+# tokens per run, some 4-5 h on one thread; the iteration-0 and expert-only runs can share the two cores.
 IT0_GAMES := 7,none=15,icl=15,traj=15,flat-recency=15,flat-retrieval=15,arbiter=9
 IT1_GAMES := 5
 V2_TRAIN = $(BIN)/python -m workbench.training.train --threads 1 --seed 0 --updates 160 --accum 3 --lr 0.001 \
-	--warmup 5 --r 16 --alpha 32 --max-pack-tokens 3072 --checkpoint-every 10 --layouts all --resume
+	--warmup 5 --r 16 --alpha 32 --max-pack-tokens 3072 --checkpoint-every 10 --layouts all --on-policy-states 10 \
+	--resume
 train-agent-v2: install
 	OMP_NUM_THREADS=1 $(BIN)/workbench dagger rollout --iteration 0 --model smollm2-135m-alfworld --workers 2 \
 		--per-layout $(IT0_GAMES)

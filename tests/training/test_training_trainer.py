@@ -129,3 +129,20 @@ def test_candidate_loss_trains_the_agents_decision_rule(smol_tokenizer, tmp_path
     assert log.train[-1]["cand_loss"] < 0.5 * log.train[0]["cand_loss"]
     assert log.train[-1]["cand_acc"] > log.train[0]["cand_acc"]
     assert log.val[-1]["acc"] >= log.val[0]["acc"] and "acc" in log.val[0]
+
+
+def test_on_policy_states_are_capped_per_visit_and_seeded():
+    from workbench.memory.trajectory import Step, Trajectory
+    from workbench.training.train import capped_labels
+
+    steps = tuple(Step(observation="o", action="look") for _ in range(30))
+    labels = [None if k % 5 == 0 else f"go to x {k}" for k in range(30)]  # 24 labelled states
+    t = Trajectory(task_id="valid_train/a", goal="g", steps=steps, source="agent:m",
+                   meta={"rollout": "dagger-0/none", "labels": labels})
+    got = capped_labels(t, 10, 0, 0)
+    kept = [k for k, lab in enumerate(got) if lab is not None]
+    assert len(kept) == 10 and all(got[k] == labels[k] for k in kept)
+    assert capped_labels(t, 10, 0, 0) == got and capped_labels(t, 10, 0, 1) != got  # seeded; anew each epoch
+    assert capped_labels(t, 0, 0, 0) == labels and capped_labels(t, 30, 0, 0) == labels
+    expert = Trajectory(task_id="valid_train/a", goal="g", steps=steps, source="planner")
+    assert capped_labels(expert, 10, 0, 0) is None  # an expert trajectory trains on its own actions

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import sys
 import time
 from dataclasses import dataclass, replace
@@ -21,7 +22,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch
 
 from workbench.training.data import (
-    HANDCODED_FILE, MemorySampler, PackedExample, build_examples, epoch_order, handcoded_report,
+    HANDCODED_FILE, MemorySampler, PackedExample, _stable_seed, build_examples, epoch_order, handcoded_report,
     training_trajectories,
 )
 from workbench.training.trainer import TrainConfig, Trainer, add_lora
@@ -41,6 +42,11 @@ class DataConfig:
         max_pack_tokens: a packed sequence longer than this is split (memory/time bound).
         val_tasks: slice of valid_seen tasks whose expert trajectories give the validation loss.
         handcoded: also train on successful handcoded-search runs.
+        on_policy_states: an on-policy trajectory trains on at most this many of its labelled states per visit
+            (drawn anew each epoch, seeded; 0: all). A 50-step rollout under a working-memory layout is 50
+            separate prompts, and under a ReAct layout its late prompts outgrow a pack: unbounded, one rollout
+            costs about six expert trajectories (measured: 23.4k vs 4.0k tokens a visit), mostly for states
+            of the same loop.
     """
 
     p_no_memory: float = 0.25
@@ -49,6 +55,7 @@ class DataConfig:
     val_tasks: str = "0:140:7"
     handcoded: bool = True
     retriever: str = "minilm"
+    on_policy_states: int = 0
 
 
 def load_base(name: str = "smollm2-135m-instruct", attn: str = "sdpa") -> tuple[Any, Any, int]:
@@ -101,10 +108,25 @@ def build_layout_stream(trajs: list, builder: Any, sampler: Any, dcfg: DataConfi
         traj = trajs[order[j]]
         lay = sampler(traj, epoch)
         policy = policies.get(lay.name) or policies.setdefault(lay.name, layout_policy(lay))
-        return build_policy_examples(traj, builder, policy, traj.meta.get("labels"), dcfg.max_pack_tokens,
+        targets = capped_labels(traj, dcfg.on_policy_states, seed, epoch)
+        return build_policy_examples(traj, builder, policy, targets, dcfg.max_pack_tokens,
                                      negatives, (seed, epoch), memory_id=lay.name)
 
     return stream
+
+
+def capped_labels(traj: Any, cap: int, seed: int, epoch: int) -> list | None:
+    """An on-policy trajectory's labels with at most ``cap`` of them kept (seeded by seed, trajectory and
+    epoch; the rest None: replayed as history, not trained); an expert trajectory's (None: its own actions)."""
+    labels = traj.meta.get("labels")
+    if labels is None or not cap:
+        return labels
+    chosen = [k for k, lab in enumerate(labels) if lab is not None]
+    if len(chosen) <= cap:
+        return labels
+    keep = set(random.Random(_stable_seed(seed, "states", traj.task_id, traj.meta.get("rollout", ""), epoch))
+               .sample(chosen, cap))
+    return [lab if k in keep else None for k, lab in enumerate(labels)]
 
 
 def planned_layouts(trajs: list, sampler: Any, slots: int, seed: int) -> dict:
@@ -170,6 +192,8 @@ def _parser() -> argparse.ArgumentParser:
                         "drawn uniformly (the v2 recipe)")
     p.add_argument("--on-policy", action="append", metavar="LABELLED.jsonl",
                    help="DAgger's labelled on-policy trajectories to add (repeatable; see workbench dagger)")
+    p.add_argument("--on-policy-states", type=int, default=d.on_policy_states, metavar="K",
+                   help="an on-policy trajectory trains on at most K of its labelled states per visit (0: all)")
     p.add_argument("--validate-only", action="store_true",
                    help="only compute the validation losses of the adapter in --out (after a --val-tasks none run)")
     return p
@@ -296,7 +320,7 @@ def _on_policy(paths) -> list:
 
 def _data_config(a: argparse.Namespace) -> DataConfig:
     return DataConfig(p_no_memory=a.p_no_memory, memory_top_k=a.memory_top_k, max_pack_tokens=a.max_pack_tokens,
-                      val_tasks=a.val_tasks, handcoded=not a.no_handcoded)
+                      val_tasks=a.val_tasks, handcoded=not a.no_handcoded, on_policy_states=a.on_policy_states)
 
 
 def _write_outputs(out: Path, record: dict) -> None:
