@@ -98,15 +98,21 @@ def pairs_from(outcomes: dict[tuple[str, str], Outcomes], models: list[str], pai
         ``kind`` (``"episodes"`` or ``"TF steps"``) and the fields of ``workbench.eval.compare.paired_outcomes``
         (``n``, ``rate_a``, ``rate_b``, ``diff``, ``only_a``, ``only_b``, ``both``, ``p_mcnemar``, ...).
     """
-    rows = []
-    for model in models:
-        for a, b in pairs:
-            (ea, ta), (eb, tb) = outcomes.get((model, a), ({}, {})), outcomes.get((model, b), ({}, {}))
-            for kind, x, y in (("episodes", ea, eb), ("TF steps", ta, tb)):
-                r = paired_outcomes(x, y)
-                if r["n"]:
-                    rows.append({"model": model, "a": a, "b": b, "kind": kind} | r)
-    return rows
+    return [line for model in models for a, b in pairs
+            for line in _paired({"model": model, "a": a, "b": b}, outcomes, (model, a), (model, b))]
+
+
+def _paired(head: dict, outcomes: dict[tuple[str, str], Outcomes], side_a: tuple[str, str],
+            side_b: tuple[str, str]) -> list[dict]:
+    """``head`` + the paired episodes and teacher-forced steps of two (model, condition) folders, where both
+    sides scored at least one common item."""
+    (ea, ta), (eb, tb) = outcomes.get(side_a, ({}, {})), outcomes.get(side_b, ({}, {}))
+    lines = []
+    for kind, x, y in (("episodes", ea, eb), ("TF steps", ta, tb)):
+        r = paired_outcomes(x, y)
+        if r["n"]:
+            lines.append(head | {"kind": kind} | r)
+    return lines
 
 
 def model_pairs_from(outcomes: dict[tuple[str, str], Outcomes], conds: list[str],
@@ -122,15 +128,8 @@ def model_pairs_from(outcomes: dict[tuple[str, str], Outcomes], conds: list[str]
         One line per (pair, condition, kind) with at least one item both models scored: ``memory``, ``a``, ``b``
         (the models), ``kind`` and the fields of ``workbench.eval.compare.paired_outcomes``.
     """
-    rows = []
-    for a, b in model_pairs:
-        for cond in conds:
-            (ea, ta), (eb, tb) = outcomes.get((a, cond), ({}, {})), outcomes.get((b, cond), ({}, {}))
-            for kind, x, y in (("episodes", ea, eb), ("TF steps", ta, tb)):
-                r = paired_outcomes(x, y)
-                if r["n"]:
-                    rows.append({"memory": cond, "a": a, "b": b, "kind": kind} | r)
-    return rows
+    return [line for a, b in model_pairs for cond in conds
+            for line in _paired({"memory": cond, "a": a, "b": b}, outcomes, (a, cond), (b, cond))]
 
 
 def paired_table(root: Path, models: list[str], pairs: list[tuple[str, str]] = PAIRS) -> list[dict]:
