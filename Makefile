@@ -61,7 +61,7 @@ train-agent: install
 # resumes after a kill (run the target again). Rollouts cost about 3.7 min of one core per episode (measured, iteration
 # 0, 2 workers on 2 cores), so an iteration does not play all 200 valid_train games: iteration 0 played every game
 # of the first five layouts (none, ICL, Traj, Flat Recency/Retrieval; played first, before grids interleaved), 9 of
-# MemArbiter and 7 of every other layout (136 episodes); iteration 1 plays 5 games of each layout (70 episodes).
+# MemArbiter and 7 of every other layout (139 episodes: flat-retrieval's share is 14); iteration 1 plays 5 games of each layout (70 episodes).
 # Training visits 160 x 3 = 480 trajectories whatever the data size: with the 372 expert trajectories that is under
 # one pass over expert + on-policy data already, so more rollouts would not all be trained on.
 # Training: a visit of an expert trajectory costs 4.0k tokens on average over the 14 layouts (working-memory layouts
