@@ -37,12 +37,6 @@ from workbench.eval.runner import RunConfig, run, select_tasks, teacher_forced_f
 from workbench.reporting import write_card, write_table
 
 
-def control_accuracy(lm, name: str, split: str, tasks: str, out: Path) -> dict:
-    """Teacher-forced accuracy under a control policy (``other_type`` / ``random_same``, registered memory
-    policies: a grid can run them too), cached in ``out/teacher_forced.json``."""
-    return teacher_forced_for(lm, name, split, tasks, out)
-
-
 def decision_rule_accuracy(lm, memory: str, split: str, tasks: str, out: Path) -> dict:
     """Teacher-forced accuracy under the agent's rule (mean log-prob per candidate token) and under the sum.
 
@@ -162,16 +156,11 @@ def main() -> None:
                                          if k in m} | {"by_task_type": m.get("by_task_type")}
             summary["wall_s"][f"episodes_{cond}"] = round(time.perf_counter() - t0, 1)
             print(cond, json.dumps(summary["episodes"][cond]), flush=True)
-    for cond in a.tf_conditions:
+    for cond in [*a.tf_conditions, *a.controls]:  # the controls are memory policies too (teacher forcing only)
         t0 = time.perf_counter()
         summary["teacher_forced"][cond] = teacher_forced_for(lm, cond, a.split, a.tf_tasks, runs / cond)
         summary["wall_s"][f"tf_{cond}"] = round(time.perf_counter() - t0, 1)
         print("tf", cond, json.dumps(summary["teacher_forced"][cond]), flush=True)
-    for name in a.controls:
-        t0 = time.perf_counter()
-        summary["teacher_forced"][name] = control_accuracy(lm, name, a.split, a.tf_tasks, runs / name)
-        summary["wall_s"][f"tf_{name}"] = round(time.perf_counter() - t0, 1)
-        print("tf", name, json.dumps(summary["teacher_forced"][name]), flush=True)
     summary["decision_rules"] = {}
     for cond in a.rules:
         summary["decision_rules"][cond] = decision_rule_accuracy(lm, cond, a.split, a.tf_tasks, runs / f"rules_{cond}")

@@ -40,8 +40,7 @@ def action_patterns(trajs: list[Trajectory]) -> dict:
         only, ``failed_oscillation`` (their oscillation step share) and ``failed_oscillating`` (the share of them
         where at least half the steps from the third on oscillate: a failure that loops between two actions).
     """
-    failed = [t.actions() for t in trajs if not t.success]
-    osc = [(sum(x == z != y for x, y, z in zip(a, a[1:], a[2:])), max(len(a) - 2, 0)) for a in failed]
+    osc = [_oscillations(t.actions()) for t in trajs if not t.success]
     n_later = sum(n for _, n in osc)
     return _moves([t.actions() for t in trajs]) | {
         "failed_oscillation": sum(k for k, _ in osc) / n_later if n_later else 0.0,
@@ -49,12 +48,19 @@ def action_patterns(trajs: list[Trajectory]) -> dict:
     }
 
 
+def _oscillations(actions: list[str]) -> tuple[int, int]:
+    """(steps that go back to the action of two steps before while differing from the last one, steps with one
+    two steps before)."""
+    return sum(x == z != y for x, y, z in zip(actions, actions[1:], actions[2:])), max(len(actions) - 2, 0)
+
+
 def _moves(acts: list[list[str]]) -> dict:
     pairs = sum(max(len(a) - 1, 0) for a in acts)  # steps with a last action
-    later = sum(max(len(a) - 2, 0) for a in acts)  # steps with one two steps before
+    osc = [_oscillations(a) for a in acts]
+    later = sum(n for _, n in osc)
     steps = sum(len(a) for a in acts)
     return {
-        "oscillation": sum(x == z != y for a in acts for x, y, z in zip(a, a[1:], a[2:])) / later if later else 0.0,
+        "oscillation": sum(k for k, _ in osc) / later if later else 0.0,
         "repeat": sum(x == y for a in acts for x, y in zip(a, a[1:])) / pairs if pairs else 0.0,
         "distinct_actions": mean(len(set(a)) for a in acts) if acts else 0.0,
         "navigation": sum(x.startswith("go to ") for a in acts for x in a) / steps if steps else 0.0,

@@ -12,8 +12,8 @@ A grid file::
       - {name: traj, memory: traj, retriever: minilm}
     grid:                          # optional: every configuration crossed with every combination of these
       dtype: [float32, bfloat16]   # -> none-float32, none-bfloat16, traj-float32, traj-bfloat16
-    order: interleaved             # optional: one job of each configuration in turn (default: configs, one
-                                   # configuration after another); a grid stopped early is then balanced
+    order: interleaved             # optional: next, a job of the configuration with the fewest done (default:
+                                   # configs, one after another); a grid stopped early is then balanced
 
 ``workbench sweep GRID.yaml --set model=NAME --out DIR`` plays the same grid for another value of a run field
 (over the defaults and every configuration's own value).
@@ -36,7 +36,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from workbench.eval.runner import DTYPES, RunConfig, parse_task_slice, versions
+from workbench.eval.runner import DTYPES, NO_TASKS, RunConfig, parse_task_slice, versions
 from workbench.memory.trajectory import atomic_write_text
 
 __all__ = ["GridError", "Grid", "load_grid", "parse_overrides", "run_sweep"]
@@ -121,7 +121,7 @@ def _check_config(where: str, cfg: RunConfig, n_tasks: dict) -> None:
         if spec is None:
             continue
         try:
-            if not parse_task_slice(spec, n_tasks[split_key]) and spec.strip() != "none":
+            if not parse_task_slice(spec, n_tasks[split_key]) and spec.strip() != NO_TASKS:
                 raise ValueError(f"--tasks '{spec}' selects no task of {n_tasks[split_key]}")
         except ValueError as e:
             raise GridError(f"{where}: key '{key}': {str(e).replace('--tasks', 'tasks')}") from None

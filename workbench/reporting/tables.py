@@ -90,6 +90,11 @@ def rows_markdown(rows: list[dict], paired: list[dict] = (), compare_dtypes: boo
     def num(v, f=".1f"):
         return "–" if v is None else format(v, f)
 
+    def _paired_line(label: str, r: dict) -> str:  # a paired row: the model (or the condition), A vs B's counts
+        return (f"| {label} | {r['a']} vs {r['b']} ({r['kind']}) | {r['n']} | {pct(r['rate_a'])} | "
+                f"{pct(r['rate_b'])} | {100 * r['diff']:+.1f} pts | {r['only_a']} | {r['only_b']} | "
+                f"{r['p_mcnemar']:.3g} |")
+
     dt_head, dt_rule = ("dtype | ", "---|") if compare_dtypes else ("", "")
     types = sorted({t for r in rows for t in r["by_task_type"]})
     lines = [f"| model | memory | {dt_head}episodes | success | avg steps | memory tokens | TF steps | TF accuracy | "
@@ -126,18 +131,12 @@ def rows_markdown(rows: list[dict], paired: list[dict] = (), compare_dtypes: boo
         lines += ["", "Paired comparisons (items both conditions scored; exact McNemar test on the discordant ones):",
                   "", "| model | A vs B | items | A | B | A − B | only A | only B | p |",
                   "|---|---|---|---|---|---|---|---|---|"]
-        for r in paired:
-            lines.append(f"| {r['model']} | {r['a']} vs {r['b']} ({r['kind']}) | {r['n']} | {pct(r['rate_a'])} | "
-                         f"{pct(r['rate_b'])} | {100 * r['diff']:+.1f} pts | {r['only_a']} | {r['only_b']} | "
-                         f"{r['p_mcnemar']:.3g} |")
+        lines += [_paired_line(r["model"], r) for r in paired]
     if across:
         lines += ["", "Paired across models (the same condition, the same tasks / teacher-forced steps; exact "
                   "McNemar):", "", "| memory | A vs B | items | A | B | A − B | only A | only B | p |",
                   "|---|---|---|---|---|---|---|---|---|"]
-        for r in across:
-            lines.append(f"| {r['memory']} | {r['a']} vs {r['b']} ({r['kind']}) | {r['n']} | {pct(r['rate_a'])} | "
-                         f"{pct(r['rate_b'])} | {100 * r['diff']:+.1f} pts | {r['only_a']} | {r['only_b']} | "
-                         f"{r['p_mcnemar']:.3g} |")
+        lines += [_paired_line(r["memory"], r) for r in across]
     return "\n".join(lines) + "\n"
 
 

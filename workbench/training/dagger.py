@@ -70,6 +70,11 @@ def label_report(trajs: Sequence[Trajectory]) -> dict:
             "by_rollout": dict(Counter(t.meta.get("rollout", "") for t in trajs))}
 
 
+def config_name(layout: Layout) -> str:
+    """The rollout grid's configuration (and folder) name of a layout: its family, '/' as '-'."""
+    return layout.family.replace("/", "-")
+
+
 def parse_per_layout(spec: str | None) -> tuple[int | None, dict[str, int]]:
     """``--per-layout`` ``K`` or ``K,NAME=K2,...`` -> (K for every layout, {layout name: its own K})."""
     if spec is None:
@@ -80,7 +85,7 @@ def parse_per_layout(spec: str | None) -> tuple[int | None, dict[str, int]]:
         if not k.isdigit() or int(k) < 1:
             raise ValueError(f"--per-layout '{spec}': '{part}' is not K or NAME=K with K >= 1")
         if name:
-            known = [lay.family.replace("/", "-") for lay in LAYOUTS]
+            known = [config_name(lay) for lay in LAYOUTS]
             if name not in known:
                 raise ValueError(f"--per-layout '{spec}': no layout '{name}' (known: {', '.join(known)})")
             own[name] = int(k)
@@ -104,7 +109,7 @@ def rollout_grid(path: str | Path, out: str, model: str, iteration: int, n_games
     for j, lay in enumerate(layouts):
         if j >= n_games:
             break  # fewer games than layouts: the first n_games layouts get one game each
-        name = lay.family.replace("/", "-")
+        name = config_name(lay)
         k = own_k.get(name, default_k)
         stop = n_games if k is None or k >= len(range(j, n_games, L)) else j + L * (k - 1) + 1
         cfg = {"name": name, "memory": lay.memory, "tasks": f"{j}:{stop}:{L}"}
