@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PROFILE ?= default
 PYTEST_ARGS ?=
 
-.PHONY: install install-server install-browser reproduce test test-fast lab train-agent train-agent-v2 train-agent-v2-expert-only clean-venv
+.PHONY: install install-server install-browser reproduce test test-fast lab train-agent train-agent-v2 train-agent-v2-expert-only eval-agent-v2 clean-venv
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -65,12 +65,14 @@ train-agent: install
 # Training visits 160 x 3 = 480 trajectories whatever the data size: with the 372 expert trajectories that is under
 # one pass over expert + on-policy data already, so more rollouts would not all be trained on.
 # Training: a visit of an expert trajectory costs 4.0k tokens on average over the 14 layouts (working-memory layouts
-# do not pack), one of a rollout 23.4k, or 5.0k with --on-policy-states 10 (measured on 25 visits each): about 2M
-# tokens per run, some 4-5 h on one thread; the iteration-0 and expert-only runs can share the two cores.
+# do not pack), one of a rollout 23.4k, or 5.0k with --on-policy-states 10 (measured on 25 visits each): about 2.2M
+# tokens per run. One thread trains about 75 tokens/s here (expert-only run, updates 1-10: 136k tokens in 1813 s,
+# beside the iteration-0 run on the other core), so a run takes about 8 h: every step resumes, checkpoints every
+# 5 updates (a kill loses at most 5, about 12 min).
 IT0_GAMES := 7,none=15,icl=15,traj=15,flat-recency=15,flat-retrieval=15,arbiter=9
 IT1_GAMES := 5
 V2_TRAIN = $(BIN)/python -m workbench.training.train --threads 1 --seed 0 --updates 160 --accum 3 --lr 0.001 \
-	--warmup 5 --r 16 --alpha 32 --max-pack-tokens 3072 --checkpoint-every 10 --layouts all --on-policy-states 10 \
+	--warmup 5 --r 16 --alpha 32 --max-pack-tokens 3072 --checkpoint-every 5 --layouts all --on-policy-states 10 \
 	--resume
 train-agent-v2: install
 	OMP_NUM_THREADS=1 $(BIN)/workbench dagger rollout --iteration 0 --model smollm2-135m-alfworld --workers 2 \
@@ -86,6 +88,32 @@ train-agent-v2: install
 # DAgger's effect (issue 14): the same recipe on the expert trajectories alone, under the same layouts (no rollouts)
 train-agent-v2-expert-only: install
 	$(V2_TRAIN) --out runs/dagger/expert-only/adapter
+
+# Agent v2's evaluation (issue 14), every step resumable (run the target again after a kill): v1's and v2's memory
+# conditions and controls on all 134 valid_unseen tasks, both agents under the 14 layouts (valid_seen teacher
+# forcing), the expert-only adapter on the DAgger-effect slice, then the tables. About 40 core-hours of episodes.
+V1 := smollm2-135m-alfworld
+V2 := smollm2-135m-alfworld-v2
+eval-agent-v2: install
+	OMP_NUM_THREADS=1 $(BIN)/workbench sweep grids/valid_unseen_default_agent.yaml --workers 2
+	OMP_NUM_THREADS=1 $(BIN)/workbench sweep grids/valid_unseen_default_agent.yaml --workers 2 \
+		--set model=$(V2) --out runs/full/01_baselines/$(V2)
+	OMP_NUM_THREADS=1 $(BIN)/workbench sweep grids/layouts_valid_seen_tf.yaml --workers 2
+	OMP_NUM_THREADS=1 $(BIN)/workbench sweep grids/layouts_valid_seen_tf.yaml --workers 2 \
+		--set model=$(V2) --out runs/full/layouts_tf/$(V2)
+	OMP_NUM_THREADS=1 $(BIN)/workbench sweep grids/dagger_effect.yaml --workers 2
+	$(BIN)/python benchmarks/agent_eval.py --table reports/tables/agent_v2_valid_unseen.md --runs runs/full/01_baselines \
+		--table-models $(V1) $(V2) --table-model-pairs $(V1):$(V2) \
+		--table-title "valid_unseen, all 134 tasks: agent v1 vs v2"
+	$(BIN)/python benchmarks/agent_eval.py --table reports/tables/dagger_effect_valid_unseen.md \
+		--runs runs/full/01_baselines --table-models dagger-expert-only $(V2) --table-conditions none traj \
+		--table-model-pairs dagger-expert-only:$(V2) \
+		--table-title "DAgger's effect: expert-only recipe vs v2, valid_unseen 0:134:2 (episodes), all 134 (teacher forcing)"
+	$(BIN)/python benchmarks/agent_eval.py --table reports/tables/layouts_valid_seen_tf.md --runs runs/full/layouts_tf \
+		--table-models $(V1) $(V2) --table-model-pairs $(V1):$(V2) \
+		--table-conditions none icl traj flat-recency flat-retrieval arbiter arbiter-no-banks arbiter-no-signals \
+		arbiter-no-gate proactive proactive-passive proactive-always proactive-advisor proactive-retrieval \
+		--table-title "valid_seen 0:140:7, teacher forcing under every training layout: v1 vs v2"
 
 lab: install
 	$(BIN)/jupyter lab notebooks/
