@@ -123,11 +123,12 @@ def test_phase2_reminds_on_a_loop_with_what_memory_knows() -> None:
 
 
 def test_phase2_reminds_of_a_known_dead_end_and_a_forgotten_requirement() -> None:
-    bank = BankView(procedural=(BankEntry(id="fail:open_countertop_1", content="did nothing"),))
     window = (Step(observation="On the countertop 1, you see a bread 1.", action="open countertop 1"),)
-    r = run_stage(OFFLINE, "proactive_intervene", ProactiveInput(goal=GOAL, step=4, window=window, bank=bank,
-                                                                  current_observation="Nothing happens.")).value
-    assert r.reminder.startswith("'open countertop 1' has failed before")
+    for created, known in ((2, True), (None, True), (4, False)):  # saved at an earlier step / unknown / just now
+        bank = BankView(procedural=(BankEntry(id="fail:open_countertop_1", content="did nothing", created=created),))
+        r = run_stage(OFFLINE, "proactive_intervene", ProactiveInput(goal=GOAL, step=4, window=window, bank=bank,
+                                                                      current_observation="Nothing happens.")).value
+        assert (r.reminder or "").startswith("'open countertop 1' has failed before") == known, created
     fail = failed_run()  # holding the uncleaned apple, standing at the fridge
     inp = ProactiveInput(goal=GOAL, step=3, window=fail.steps[:4], current_observation=fail.steps[4].observation)
     r = run_stage(OFFLINE, "proactive_intervene", inp).value

@@ -91,6 +91,18 @@ def test_memory_segments_are_numbered_as_the_schemas_index_them() -> None:
     assert "6. put apple 1 in/on fridge 1" in user
 
 
+def test_the_memory_agents_window_is_labelled_with_the_steps_it_holds() -> None:
+    from workbench.llm.inputs import ProactiveInput
+    from workbench.memory.trajectory import Step
+
+    window = tuple(Step(observation=f"obs {k}", action=f"act {k}") for k in range(5, 8))  # steps 5, 6, 7
+    msgs, _ = render_stage("proactive_intervene", ProactiveInput(goal="put a apple in fridge", step=8,
+                                                                  window=window, current_observation="obs 8"))
+    user = msgs[1].content
+    assert "[step 5]\nObservation: obs 5" in user and "[step 7]\nObservation: obs 7" in user
+    assert "[step 8]" not in user
+
+
 def test_template_rendering_is_strict(tmp_path) -> None:
     t = load_template("proactive_intervene")
     with pytest.raises(LLMConfigError, match="missing values for \\['window'\\]"):

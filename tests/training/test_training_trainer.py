@@ -146,3 +146,22 @@ def test_on_policy_states_are_capped_per_visit_and_seeded():
     assert capped_labels(t, 0, 0, 0) == labels and capped_labels(t, 30, 0, 0) == labels
     expert = Trajectory(task_id="valid_train/a", goal="g", steps=steps, source="planner")
     assert capped_labels(expert, 10, 0, 0) is None  # an expert trajectory trains on its own actions
+
+
+def test_prompt_fingerprint_follows_the_rendering_of_every_layout(smol_tokenizer, monkeypatch):
+    """A resume must not continue a run whose prompts were rendered by other policy code (TrainConfig.data)."""
+    from workbench.eval.memory_base import expert_trajectories_for
+    from workbench.llm.inputs import ProactiveInput
+    from workbench.llm.offline.backend import OFFLINE_ALGORITHMS
+    from workbench.llm.schemas import Intervention
+    from workbench.prompts.layout import PromptBuilder
+    from workbench.training.train import DataConfig, prompt_fingerprint
+
+    traj = expert_trajectories_for("valid_train")[0]
+    builder = PromptBuilder(smol_tokenizer, 8192)
+    fp = prompt_fingerprint(traj, builder, "all", DataConfig())
+    assert fp == prompt_fingerprint(traj, builder, "all", DataConfig())
+    assert prompt_fingerprint(traj, builder, "v1", DataConfig()) != fp
+    monkeypatch.setitem(OFFLINE_ALGORITHMS, "proactive_intervene",
+                        (ProactiveInput, lambda inp: Intervention(reminder="Look around.")))
+    assert prompt_fingerprint(traj, builder, "all", DataConfig()) != fp  # one layout's reminders changed

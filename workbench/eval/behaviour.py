@@ -73,15 +73,18 @@ def recurrence_rates(trajs: Sequence[Trajectory]) -> dict:
     return {k: _macro([r[k] for r in rows]) for k in ("adjacent_repetition", "state_action_recurrence")}
 
 
-def common_failure_rates(runs: Mapping[str, Sequence[Trajectory]]) -> dict:
-    """One-step recovery and failed-action repetition of each run, macro-averaged over the common-failure tasks.
+def common_failure_rates(runs: Mapping[str, Sequence[Trajectory]], within: Sequence[str] | None = None) -> dict:
+    """One-step recovery and failed-action repetition of each run, macro-averaged over the common-failure tasks:
+    the tasks every run played on which every run of ``within`` (default: all of them) failed an action at
+    least once (the paper: "tasks on which all three methods encounter at least one failed execution").
 
     Returns:
         ``{"tasks": [task ids], run: {"one_step_recovery", "failed_action_repetition"}, ...}``.
     """
     by_run = {name: {t.task_id: t for t in trajs} for name, trajs in runs.items()}
+    defining = [by_run[n] for n in (within if within is not None else list(by_run))]
     shared = set.intersection(*(set(d) for d in by_run.values())) if by_run else set()
-    common = sorted(tid for tid in shared if all(failures(d[tid]) for d in by_run.values()))
+    common = sorted(tid for tid in shared if all(failures(d[tid]) for d in defining))
     out: dict = {"tasks": common}
     for name, d in by_run.items():
         rows = [task_behaviour(d[tid]) for tid in common]

@@ -136,8 +136,11 @@ class StateParserInput(_In):
 
 
 class BankEntry(_In):
+    """One bank entry as the memory agent sees it; ``created``: the step whose phase 1 saved it (None: unknown)."""
+
     id: str
     content: str
+    created: int | None = Field(default=None, ge=0)
 
 
 class BankView(_In):

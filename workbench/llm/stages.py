@@ -130,7 +130,7 @@ def _bank(b: BankView) -> str:
 
 def _proactive(p: ProactiveInput) -> dict[str, str]:
     return {"goal": p.goal, "step": str(p.step), "bank": _bank(p.bank),
-            "window": _steps(p.window, offset=max(0, p.step - len(p.window) + 1)),
+            "window": _steps(p.window, offset=max(0, p.step - len(p.window))),
             "current_observation": p.current_observation or "(none)"}
 
 

@@ -242,7 +242,8 @@ def _train(a: argparse.Namespace) -> int:
             raise ValueError("--on-policy data is trained with --layouts all (the v1 recipe is expert data only)")
         sampler = MemorySampler(retriever, dcfg.p_no_memory, dcfg.memory_top_k, seed=cfg.seed)
         stream = build_stream(trajs, builder, sampler, dcfg, cfg.seed, cfg.negatives)
-    cfg = replace(cfg, data=data_fingerprint(trajs, a.layouts, dcfg))
+    cfg = replace(cfg, data=data_fingerprint(trajs, a.layouts, dcfg) + "/"
+                  + prompt_fingerprint(trajs[0], builder, a.layouts, dcfg))
     peft_model = add_lora(model, cfg)
     val = None if dcfg.val_tasks == "none" else (lambda: validation_sets(builder, retriever, dcfg))
     trainer = Trainer(peft_model, cfg, stream, val_sets=val, ckpt_dir=ckpt)
@@ -300,6 +301,27 @@ def data_fingerprint(trajs: list, layouts: str, dcfg: "DataConfig") -> str:
     for t in trajs:
         h.update(json.dumps([t.source, t.task_id, t.meta.get("rollout"), [s.action for s in t.steps],
                              t.meta.get("labels")]).encode())
+    return h.hexdigest()[:16]
+
+
+def prompt_fingerprint(traj: Any, builder: Any, layouts: str, dcfg: "DataConfig") -> str:
+    """A hash of how training renders its prompts: ``traj`` under every layout (budgets 500; v1: with and without
+    its own memory), tokens and targets. Changing a layout's policy (a MemArbiter rule, a proactive reminder) or
+    the prompt builder changes it, so a resume never mixes two renderings of the same data."""
+    import hashlib
+
+    from workbench.training.data import build_policy_examples
+    from workbench.training.layouts import LAYOUTS, Layout, layout_policy
+
+    h = hashlib.sha256()
+    if layouts == "all":
+        for lay in LAYOUTS:
+            lay = Layout(lay.memory, lay.ablation, True, 500) if lay.budgeted else lay
+            for ex in build_policy_examples(traj, builder, layout_policy(lay), None, dcfg.max_pack_tokens):
+                h.update(json.dumps([lay.name, ex.prefix, ex.suffix, [s.target for s in ex.steps]]).encode())
+    else:
+        for ex in build_examples(traj, builder, None, dcfg.max_pack_tokens):
+            h.update(json.dumps([ex.prefix, ex.suffix, [s.target for s in ex.steps]]).encode())
     return h.hexdigest()[:16]
 
 

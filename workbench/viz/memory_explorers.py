@@ -22,10 +22,10 @@ _TITLES = {"goal": "Goal", "task_state": "Task state", "constraint": "Constraint
            "reference": "Reference"}
 
 
-def arbiter_items(traj: Trajectory) -> dict[str, dict]:
-    """Every item of the episode, as described when it was created."""
+def arbiter_items(traj: Trajectory, upto: int | None = None) -> dict[str, dict]:
+    """Every item of the episode (of steps 0..``upto``), as last described by then (created or revised)."""
     out: dict[str, dict] = {}
-    for s in traj.meta.get("steps", []):
+    for s in traj.meta.get("steps", [])[: None if upto is None else upto + 1]:
         for d in s.get("arbiter", {}).get("new_items", []):
             out[d["id"]] = d
     return out
@@ -39,7 +39,7 @@ def arbiter_step_view(traj: Trajectory, step: int, utilization: Sequence[dict] =
     steps = traj.meta.get("steps", [])
     if not 0 <= step < len(steps) or "arbiter" not in steps[step]:
         raise ValueError(f"step {step}: not a MemArbiter step of this episode ({len(steps)} steps)")
-    rec, items = steps[step]["arbiter"], arbiter_items(traj)
+    rec, items = steps[step]["arbiter"], arbiter_items(traj, upto=step)
     attn = {r["item"]: r["u_token"] for r in utilization if r["step"] == step}
     rows = []
     for item_id, bank, gate, shown, eta, tr in rec["items"]:

@@ -47,12 +47,24 @@ def test_constraint_revise_supersedes_constraints_about_the_same_entities():
     assert [i.focal for i in b.active("constraint")] == ["The apple must be cleaned with sinkbasin 1."]
 
 
-def test_episodic_appends_in_step_order():
+def test_episodic_appends_in_step_order_and_merges_a_repeated_event():
     b = FunctionalBanks()
-    for t in range(1, 4):
-        b.update([cand("episodic", f"Step {t - 1}: 'go to desk 1' -> ok.", "go to desk 1: ok", ("desk 1",))], t,
-                 state(), outcome=("go to desk 1", False))
-    assert [i.source_step for i in b.active("episodic")] == [1, 2, 3]  # same text, still three events
+    obs = {1: "On the desk 1, you see a pen 1.", 2: "Nothing happens.", 3: "On the desk 1, you see a pen 1.",
+           4: "On the shelf 1, you see nothing."}
+    act = {1: "go to desk 1", 2: "open desk 1", 3: "go to desk 1", 4: "go to shelf 1"}
+    logs = [b.update([cand("episodic", f"Step {t - 1}: '{act[t]}' -> {obs[t]}", "x", (act[t][-6:],))], t, state(),
+                     outcome=(act[t], obs[t] == "Nothing happens.")) for t in range(1, 5)]
+    events = b.active("episodic")
+    assert [i.source_step for i in events] == [1, 2, 4]  # in step order; the loop back to desk 1 is no new event
+    first = events[0]
+    assert first.focal == "Steps 0, 2: 'go to desk 1' -> On the desk 1, you see a pen 1."
+    assert first.repeats == 2 and first.last_seen == 3 and first.ambient == "go to desk 1: saw pen 1 (x2)"
+    assert logs[2].merged == logs[2].revised == [first.id] and not logs[2].added
+    assert first.describe()["repeats"] == 2
+    # the same action with another outcome is another event
+    b.update([cand("episodic", "Step 4: 'go to desk 1' -> On the desk 1, you see nothing.", "x", ("desk 1",))], 5,
+             state(), outcome=("go to desk 1", False))
+    assert len(b.active("episodic")) == 4
 
 
 def test_reference_newer_evidence_wins_and_held_object_is_not_anywhere():

@@ -28,3 +28,24 @@ def test_table_5_reads_each_runs_records():
     table = behaviour_table({"a": [fail], "b": [fail]})
     assert table.loc["a", "common_failure_tasks"] == 1 and table.loc["a", "max_P_t_o200k"] == 100
     assert table.loc["a", "episodic_share_failed"] == 0.4
+
+
+def test_table_5_common_failure_tasks_are_the_three_methods_at_each_budget():
+    from workbench.memory.trajectory import Step, Trajectory
+    from workbench.methods.arbiter.experiments import common_failure_sets
+
+    def traj(task, failed):
+        obs = ["room", "Nothing happens." if failed else "ok", "ok"]
+        return Trajectory(task_id=task, goal="g", steps=tuple(Step(observation=o, action="open drawer 1") for o in obs),
+                          meta={"final_observation": "ok"})
+
+    tasks = ("t1", "t2", "t3")
+    fails = {"arbiter-500": {"t1", "t2"}, "flat-retrieval-500": {"t1", "t2"}, "flat-recency-500": {"t1", "t2", "t3"},
+             "arbiter-750": {"t1"}, "flat-retrieval-750": {"t1", "t3"}, "flat-recency-750": {"t1"},
+             "arbiter-no-gate-500": {"t3"}}  # an ablation never narrows the set
+    runs = {n: [traj(t, t in f) for t in tasks] for n, f in fails.items()}
+    sets = common_failure_sets(list(runs))
+    assert sets["arbiter-no-gate-500"] == sets["flat-recency-500"] == ("arbiter-500", "flat-retrieval-500", "flat-recency-500")
+    table = behaviour_table(runs)
+    assert table.loc["arbiter-500", "common_failure_tasks"] == 2 and table.loc["arbiter-750", "common_failure_tasks"] == 1
+    assert table.loc["arbiter-no-gate-500", "common_failure_tasks"] == 2  # the 500 set, though it failed only t3

@@ -31,12 +31,16 @@ def test_failure_raises_episodic_and_constraint_demand():
         SIG.relevance(events[0], ctx(), "dynamic") + 0.3)
 
 
-def test_a_loop_counts_as_abnormal_and_makes_repeated_events_relevant():
+def test_only_a_failed_outcome_is_abnormal_and_only_failure_events_gain_recovery_utility():
+    # the paper's episodic demand reads "whether the previous action produced an abnormal outcome": a repeated
+    # action that worked is no abnormal outcome, and an ordinary event gains nothing from it
     ev = item("E1", "episodic", "Step 1: 'go to shelf 1' -> ok.", "go to shelf 1: saw bowl 1", ("shelf 1",),
               about="go to shelf 1")
     looping = ctx(repeated=True, action_counts={"go to shelf 1": 2})
-    assert SIG.demand({"episodic": [ev]}, looping)["episodic"] == 0.5
-    assert SIG.relevance(ev, looping, "dynamic") > SIG.relevance(ev, ctx(action_counts={"go to shelf 1": 1}), "dynamic")
+    assert SIG.demand({"episodic": [ev]}, looping)["episodic"] == SIG.demand({"episodic": [ev]}, ctx())["episodic"]
+    assert SIG.demand({"constraint": []}, looping)["constraint"] == 0.0
+    assert SIG.relevance(ev, ctx(failed=True, action_counts={"go to shelf 1": 2}), "dynamic") == pytest.approx(
+        SIG.relevance(ev, ctx(), "dynamic"))
 
 
 def test_reference_answers_an_information_need():
@@ -47,7 +51,11 @@ def test_reference_answers_an_information_need():
     assert SIG.relevance(mug, needy, "dynamic") == 0.0
     here = ctx(state=state("find a apple", location="desk 1"))
     assert SIG.relevance(mug, here, "dynamic") == 0.4  # a fact about where the agent stands
-    assert SIG.demand({"reference": [apple]}, needy)["reference"] == 0.75
+    assert SIG.demand({"reference": [apple]}, needy)["reference"] == 0.5  # max(0.5 [needs], sim = 0.5)
+    # once the apple has been seen the need is gone, but a fact about the subgoal's object is all the demand
+    # there is: it must not be capped at 0.5 behind the episodic events of a loop
+    seen = ctx(state=state("take the apple", entities=("apple 1", "countertop 1")))
+    assert SIG.demand({"reference": [apple]}, seen)["reference"] == 1.0
 
 
 def test_situational_constraint_applies_only_where_it_was_learnt():
@@ -70,7 +78,10 @@ def test_fixed_and_pool_signals_ignore_the_state():
         a = sig.demand({"episodic": [ev]}, ctx(failed=True))
         b = sig.demand({"episodic": [ev]}, ctx())
         assert a == b
-    assert FixedSignals().relevance(ev, ctx(failed=True), "dynamic") == FixedSignals().relevance(ev, ctx(), "dynamic")
+    # w/o dynamic signals fixes the bank-level allocation only (the paper's "dynamic bank-level signals"):
+    # item relevance is the method's
+    assert FixedSignals().relevance(ev, ctx(failed=True), "dynamic") == SIG.relevance(ev, ctx(failed=True), "dynamic")
+    assert PoolSignals().relevance(ev, ctx(failed=True), "dynamic") == PoolSignals().relevance(ev, ctx(), "dynamic")
 
 
 C = GateConfig()
@@ -110,6 +121,13 @@ def test_persistent_decline_demotes_a_focal_item_above_threshold():
     falling = [0.95, 0.9, 0.85, 0.8]
     assert run(TemporalGate(), falling) == ["F", "F", "F", "A"]
     assert run(TemporalGate(), [0.95, 0.9, 0.92, 0.8]) == ["F"] * 4  # not persistent
+
+
+def test_a_declining_item_stays_demoted_until_its_priority_rises():
+    # an episodic event's recency decays every step: demoted by the decline, it must not bounce back to focal
+    falling = [0.95, 0.9, 0.85, 0.8, 0.75, 0.7, 0.65]
+    assert run(TemporalGate(), falling) == ["F", "F", "F", "A", "A", "A", "A"]
+    assert run(TemporalGate(), [*falling[:4], 0.9]) == ["F", "F", "F", "A", "F"]  # relevant again: back to focal
 
 
 def test_focal_goes_through_ambient_before_hidden():

@@ -56,6 +56,20 @@ def test_reminders_are_transient_and_grounded(episode):
     json.dumps([b.record for b in blocks])
 
 
+def test_a_first_failure_is_no_known_dead_end(episode):
+    """Phase 1 saves the failure it is answering before phase 2 reads the bank: that entry alone must not make
+    phase 2 say the action "has failed before" (it had not); the second failure of the same action does."""
+    traj, task = episode
+    pol = ProactivePolicy()
+    blocks = play(pol, traj, task)
+    assert traj.steps[4].action == traj.steps[5].action == "open drawer 9"
+    assert traj.steps[5].observation == traj.steps[6].observation == "Nothing happens."
+    first, second = blocks[5].reminder or "", blocks[6].reminder or ""
+    assert "failed before" not in first
+    assert second.startswith("'open drawer 9' has failed before")
+    assert pol.bank.entries["fail:open_drawer_9"].created == 5  # saved by step 5's phase 1, kept since
+
+
 def test_interval_and_event_triggers(episode):
     traj, task = episode
     blocks = play(ProactivePolicy(interval=4, events=("failed",)), traj, task)

@@ -119,7 +119,10 @@ def intervene(inp: ProactiveInput) -> Intervention:
         return Intervention(reminder=None)
     last = normalize(inp.window[-1].action)
     failed_now = is_failure(inp.current_observation)
-    known_dead = any(e.id == entry_id("fail", last) for e in inp.bank.procedural)
+    # a dead end is *known* when its fail entry predates this step: phase 1 of this very step has just saved the
+    # failure being answered now, and that one alone is no memory of an earlier failure
+    known_dead = any(e.id == entry_id("fail", last) and (e.created is None or e.created < inp.step)
+                     for e in inp.bank.procedural)
     earlier_fails = sum(1 for a, o in _pairs(inp)[:-1] if normalize(a) == last and is_failure(o))
     if failed_now and (known_dead or earlier_fails):
         return Intervention(reminder=f"'{last}' has failed before and does nothing here; choose a different "

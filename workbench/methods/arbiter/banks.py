@@ -10,7 +10,9 @@ section 3.1):
 - **Constraint** merges duplicates (refreshing them), and revises: a constraint learnt from a failed action is
   invalidated when that same action later succeeds; an ``op="revise"`` write supersedes the constraints about
   the same entities. Task constraints are protected until the task is complete.
-- **Episodic** appends action-outcome events in step order.
+- **Episodic** appends action-outcome events in step order, deduplicated: an event that repeats an earlier one
+  (the same action with the same outcome, a loop) is merged into it, which lists both steps and counts the
+  repeats (``Steps 3, 9: 'go to desk 1' -> ...``, ambient ``go to desk 1: saw ... (x2)``) and is refreshed.
 - **Reference** consolidates duplicates and resolves conflicts by newer evidence: two facts conflict when they
   are about the same subject (first entity) with the same arity (``apple 1 @ countertop 1`` vs ``apple 1 @
   fridge 1``; ``fridge 1: open`` vs ``fridge 1: closed``), and the newer wins; a location fact about the object
@@ -22,6 +24,7 @@ episodic-share metric read them), they just never show again.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
@@ -71,6 +74,18 @@ def check_write(candidates: Sequence[CandidateItem]) -> None:
         raise InvalidWriteError(problems)
 
 
+_EVENT = re.compile(r"^steps?\s+(\d+(?:\s*,\s*\d+)*)\s*:\s*(.+)$", re.I | re.S)
+
+
+def event_parts(focal: str) -> tuple[list[str], str]:
+    """An episodic event's step labels and its body: ``Step 3: 'a' -> o.`` -> (["3"], "'a' -> o."); a text
+    without a step label is all body."""
+    m = _EVENT.match(focal.strip())
+    if m is None:
+        return [], focal.strip()
+    return [x.strip() for x in m.group(1).split(",")], m.group(2).strip()
+
+
 def situation(state: ParsedState | None) -> str:
     """The scope string of the agent's current situation (where a failed action failed)."""
     if state is None:
@@ -84,6 +99,7 @@ class UpdateLog:
 
     added: list[str] = field(default_factory=list)
     merged: list[str] = field(default_factory=list)
+    revised: list[str] = field(default_factory=list)  # merged items whose content changed (a repeated event)
     superseded: list[str] = field(default_factory=list)
     completed: list[str] = field(default_factory=list)
     invalidated: list[str] = field(default_factory=list)
@@ -234,6 +250,18 @@ class FunctionalBanks(_Items):
         self._merge_or_add(c, step, log, scope=scope, about=norm_text(outcome[0]) if learnt else "")
 
     def _write_episodic(self, c, step, state, outcome, log) -> None:
+        steps, body = event_parts(c.focal)
+        dup = next((i for i in self.active("episodic") if norm_text(event_parts(i.focal)[1]) == norm_text(body)),
+                   None)
+        if dup is not None:
+            seen = event_parts(dup.focal)[0] + steps
+            focal = f"Steps {', '.join(seen)}: {body}" if seen else dup.focal
+            n = dup.repeats + 1
+            self._set(dup.id, focal=focal, repeats=n, last_seen=step,
+                      ambient=ambient_form("episodic", focal, dup.entities, dup.about) + f" (x{n})")
+            log.merged.append(dup.id)
+            log.revised.append(dup.id)
+            return
         item = self._new(c, step, TASK_SCOPE, about=norm_text(outcome[0]) if outcome else "")
         log.added.append(item.id)
 

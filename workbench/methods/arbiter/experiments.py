@@ -38,19 +38,41 @@ def arbiter_configs(model: str, split: str, tasks: str, max_steps: int, root: st
     return cfgs
 
 
-def behaviour_table(runs: dict):
-    """Table 5: (a) one-step recovery and failed-action repetition on the common-failure tasks, adjacent repetition
-    and state-action recurrence on all tasks; (b) the episodic share at a failed action and at the next prompt;
-    plus the largest P_t in o200k tokens. A DataFrame indexed by condition."""
+METHODS = ("arbiter", "flat-retrieval", "flat-recency")
+
+
+def common_failure_sets(names: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """Each condition -> the conditions whose shared failures define its common-failure tasks: the three methods
+    at its budget (paper 4.4: "all three methods", 29 tasks at 500, 32 at 750); an ablation at 500 is measured on
+    the 500 set. Names that are not ``condition_name``s (or budgets without the three methods) share one set."""
+    names = list(names)
+    out = {}
+    for n in names:
+        trio = tuple(f"{m}-{n.rsplit('-', 1)[-1]}" for m in METHODS)
+        out[n] = trio if all(t in names for t in trio) else tuple(names)
+    return out
+
+
+def behaviour_table(runs: dict, common_sets: dict[str, tuple[str, ...]] | None = None):
+    """Table 5: (a) one-step recovery and failed-action repetition on the common-failure tasks of each row's
+    budget (``common_failure_sets``), adjacent repetition and state-action recurrence on all tasks; (b) the
+    episodic share at a failed action and at the next prompt; plus the largest P_t in o200k tokens. A DataFrame
+    indexed by condition."""
     import pandas as pd
 
     from workbench.eval.behaviour import common_failure_rates, episodic_share, max_memory_o200k, recurrence_rates
 
-    common = common_failure_rates(runs)
+    sets = common_sets or common_failure_sets(list(runs))
+    by_set: dict[tuple[str, ...], dict] = {}
+    for within in dict.fromkeys(sets.values()):
+        members = {n: runs[n] for n in runs if sets[n] == within or n in within}
+        by_set[within] = common_failure_rates(members, within=within)
     rows = {}
     for name, trajs in runs.items():
         share = episodic_share(trajs) or {}
-        rows[name] = {"common_failure_tasks": len(common["tasks"]), **common[name], **recurrence_rates(trajs),
+        common = by_set[sets[name]]
+        rows[name] = {"common_failure_tasks": len(common["tasks"]), "common_failure_of": " ".join(sets[name]),
+                      **common[name], **recurrence_rates(trajs),
                       "episodic_share_failed": share.get("failed_action_prompt"),
                       "episodic_share_next": share.get("next_prompt"), "max_P_t_o200k": max_memory_o200k(trajs)}
     return pd.DataFrame.from_dict(rows, orient="index")

@@ -8,7 +8,8 @@ hysteresis delta = 0.10.
     new item         F if s >= theta_F and eligible; A if s >= theta_A; else H
     H -> A           s >= theta_A + delta              (re-entry needs a margin: no flicker at the border)
     H -> F           s >= theta_F and eligible
-    A -> F           s >= theta_F and eligible
+    A -> F           s >= theta_F and eligible, and s is not declining (an item demoted by a persistent decline
+                     returns only once its priority rises again: no F, A, F, A flicker)
     A -> H           s < theta_A at this step and the previous hide_patience - 1 steps (a transient dip keeps A)
     F -> A           s < theta_F - delta, or not eligible, or s fell at each of the last decline_steps steps
                      (a persistent decline demotes even above the threshold)
@@ -97,13 +98,13 @@ class TemporalGate(_GateBase):
             return A if s >= c.theta_a + c.delta else H
         low = [*history[-(c.hide_patience - 1):], s] if c.hide_patience > 1 else [s]
         persistently_low = len(low) >= c.hide_patience and all(x < c.theta_a for x in low)
+        recent = [*history[-c.decline_steps:], s]
+        declining = len(recent) > c.decline_steps and all(b < a for a, b in zip(recent, recent[1:]))
         if previous == A:
-            if s >= c.theta_f and eligible:
+            if s >= c.theta_f and eligible and not declining:
                 return F
             return H if persistently_low else A
         # previous == F
-        recent = [*history[-c.decline_steps:], s]
-        declining = len(recent) > c.decline_steps and all(b < a for a, b in zip(recent, recent[1:]))
         if s < c.theta_f - c.delta or not eligible or declining:
             return A
         return F

@@ -48,6 +48,7 @@ class Item:
         source: what produced it (task, observation, action, state).
         status: see the module docstring.
         last_seen: the step its content was last confirmed (a duplicate write refreshes it).
+        repeats: how many times an episodic event happened (a repeated event merges into the first).
         about: the action an episodic event records, or the failed action a learnt constraint forbids.
     """
 
@@ -62,6 +63,7 @@ class Item:
     status: str = "active"
     last_seen: int = 0
     about: str = ""  # the normalised action an episodic event or a learnt constraint is about
+    repeats: int = 1  # an episodic event: how many times it happened (duplicates merge into it)
 
     @property
     def active(self) -> bool:
@@ -78,7 +80,8 @@ class Item:
         return replace(self, status=status)
 
     def describe(self) -> dict:
-        """The item as the run records it once, when it is created."""
+        """The item as the run records it when it is created, and again when its content is revised."""
         return {"id": self.id, "bank": self.bank, "focal": self.focal, "ambient": self.ambient,
                 "entities": list(self.entities), "scope": self.scope, "source_step": self.source_step,
-                "source": self.source, **({"about": self.about} if self.about else {})}
+                "source": self.source, **({"about": self.about} if self.about else {}),
+                **({"repeats": self.repeats} if self.repeats > 1 else {})}

@@ -20,8 +20,8 @@ What a run records per step (``Trajectory.meta["steps"][t]``):
     "arbiter": {"state", "demand", "new_items", "items", "cut", "update", "errors"}
 
 ``items`` holds one row ``[id, bank, gate band, shown band, eta, transition]`` per item that is active or
-changed state (``ROW_FIELDS``); ``new_items`` the full description of the items created at this step, so a
-run folder alone rebuilds every step's memory (the explorer does).
+changed state (``ROW_FIELDS``); ``new_items`` the full description of the items created or revised (a repeated
+episodic event) at this step, so a run folder alone rebuilds every step's memory (the explorer does).
 """
 
 from __future__ import annotations
@@ -160,7 +160,7 @@ class ArbiterPolicy:
             rows.append((it, z, eta, transition(prev, z)))
         self._step_candidates = cands
         block = assemble(cands, self.store.sections(), self.budget, self.allocation)
-        new_ids = set(log.added) if log is not None else set()
+        new_ids = set(log.added) | set(log.revised) if log is not None else set()
         record = {
             "wm": {"o200k": block.o200k, "budget": self.budget, "bank_tokens": block.bank_tokens,
                    "shown": len(block.shown)},

@@ -7,10 +7,10 @@ K(g_t) = content words of g_t (``bm25_tokens``) plus the entity types of E_t; K(
 
     sim(i, g_t)  = |K(i) & K(g_t)| / |K(i)|                              (0 when K(i) is empty)
     rec(i, t)    = exp(-(t - last_seen_i) / tau_b)                       tau: task state 2, episodic 6
-    abnormal_t   = 1 if a_{t-1} failed ("Nothing happens.") or was already taken earlier in the episode (a loop:
-                   the agent is going round), else 0
-    u(i)         = 1 if episodic event i records a failure or an action taken more than once (what recovery
-                   from a failure or a loop needs to see), else 0
+    abnormal_t   = 1 if a_{t-1} failed ("Nothing happens."), else 0: the paper's "abnormal outcome" (a repeated
+                   action that worked is no abnormal outcome; loops are the Episodic bank's duplicates, merged
+                   into one event that counts its repeats, see ``banks.py``)
+    u(i)         = 1 if episodic event i records a failure (what recovery from a failure needs to see), else 0
 
 Bank demand (paper section 3.3), each in [0, 1]:
 
@@ -18,7 +18,8 @@ Bank demand (paper section 3.3), each in [0, 1]:
     d_task_state = rec(latest snapshot, t)                               recency of the state snapshot
     d_constraint = max(0.3 [any active], abnormal_t, max_{c applicable} max(sim(c, g_t), 0.5))
     d_episodic   = 0.5 abnormal_t + 0.5 max_{e} sim(e, g_t)               abnormal outcome + relevance of events
-    d_reference  = 0.5 [N_t non-empty] + 0.5 max_{r} sim(r, g_t)          open needs + relation to the subgoal
+    d_reference  = max(0.5 [N_t non-empty], max_{r} sim(r, g_t))          open needs, or a stored fact about the
+                                                                          subgoal (either one makes the bank needed)
 
 Item relevance:
 
@@ -30,8 +31,8 @@ Item relevance:
     reference    eta = 1 if K(i) meets K(N_t); the room inventory 0.8 while N_t is non-empty (else 0.3);
                  otherwise 0.6 sim(i, g_t) + 0.4 [i is about the current location]
 
-The no-signals ablation (:class:`FixedSignals`) replaces both with a fixed allocation: constant bank weights
-and plain recency. The no-banks pool (:class:`PoolSignals`) has one demand (1) and one relevance rule for
+The no-signals ablation (:class:`FixedSignals`) replaces the dynamic bank-level signals with a fixed
+allocation (the paper's wording): constant bank weights; item relevance stays the method's. The no-banks pool (:class:`PoolSignals`) has one demand (1) and one relevance rule for
 every item: 0.5 sim + 0.5 rec (tau 6).
 """
 
@@ -80,7 +81,8 @@ class Context:
 
     @property
     def abnormal(self) -> bool:
-        return self.failed or self.repeated
+        """abnormal_t: the previous action's outcome was a failure (module docstring)."""
+        return self.failed
 
 
 def item_keys(item: Item) -> frozenset[str]:
@@ -117,9 +119,8 @@ class Signals(Protocol):
 
 
 def _recovery_utility(item: Item, ctx: Context) -> bool:
-    """u(i): the event records a failure, or an action the agent has taken more than once."""
-    failed = "failed" in item.ambient.lower() or is_failure(item.focal.split("-> ")[-1])
-    return failed or (bool(item.about) and ctx.action_counts.get(item.about, 0) > 1)
+    """u(i): the event records a failure."""
+    return ": failed" in item.ambient.lower() or is_failure(item.focal.split("-> ")[-1])
 
 
 class DynamicSignals:
@@ -143,7 +144,7 @@ class DynamicSignals:
             elif bank == "episodic":
                 out[bank] = 0.5 * ctx.abnormal + 0.5 * max((sim(i, g) for i in items), default=0.0)
             elif bank == "reference":
-                out[bank] = 0.5 * bool(s.information_needs) + 0.5 * max((sim(i, g) for i in items), default=0.0)
+                out[bank] = max(0.5 * bool(s.information_needs), max((sim(i, g) for i in items), default=0.0))
             else:
                 out[bank] = 1.0
         return out
@@ -177,19 +178,15 @@ class DynamicSignals:
         return 0.5 * sim(item, goal_keys(s)) + 0.5 * rec(item, t, TAU["default"])
 
 
-class FixedSignals:
-    """w/o Dynamic Signals: a fixed allocation. Constant bank weights (``FIXED_DEMAND``), and eta = 1 for the
-    goal, task constraints and the live snapshot, plain recency (tau 6) for everything else."""
+class FixedSignals(DynamicSignals):
+    """w/o Dynamic Signals: the bank-level signals replaced by a fixed allocation, constant bank weights
+    (``FIXED_DEMAND``) whatever the state; item relevance is :class:`DynamicSignals`' (the paper ablates the
+    "dynamic bank-level signals")."""
 
     name = "fixed"
 
     def demand(self, groups: dict[str, list[Item]], ctx: Context) -> dict[str, float]:
         return {bank: FIXED_DEMAND.get(bank, 1.0) for bank in groups}
-
-    def relevance(self, item: Item, ctx: Context, role: str) -> float:
-        if role in ("protected", "snapshot"):
-            return 1.0
-        return rec(item, ctx.step, TAU["default"])
 
 
 class PoolSignals:

@@ -151,8 +151,10 @@ class Bank:
         shown = self.visible(query)
         self.touch(shown)
         view = BankView(status=self.status if include_status else "",
-                        knowledge=tuple(BankEntry(id=e.id, content=e.content) for e in shown if e.kind == "knowledge"),
-                        procedural=tuple(BankEntry(id=e.id, content=e.content) for e in shown if e.kind == "procedural"))
+                        knowledge=tuple(BankEntry(id=e.id, content=e.content, created=e.created)
+                                        for e in shown if e.kind == "knowledge"),
+                        procedural=tuple(BankEntry(id=e.id, content=e.content, created=e.created)
+                                         for e in shown if e.kind == "procedural"))
         return view, shown
 
     def render_for_actor(self, query: str = "") -> str:
