@@ -53,3 +53,14 @@ def test_memory_following_measures_copying_against_the_retrieved_trajectory():
     assert same["prefix"] == 2 and same["first_action"] == 1.0
     assert memory_following([unmatched], {}) == {"n_episodes": 0, "first_action": 0.0, "prefix": 0.0,
                                                  "in_memory": 0.0, "took_target": 0.0}
+
+
+def test_memory_tokens_weigh_every_episode_the_same():
+    def ep(n, tokens, tid):
+        t = _traj(["look"] * n)
+        return t.model_copy(update={"task_id": tid, "meta": {"steps": [{"memory_tokens": tokens,
+                                                                         "prompt_tokens": tokens + 100}] * n}})
+    # a 50-step failure with a 100-token entry and a 10-step episode with a 300-token entry: 200 per episode
+    # (pooling the 60 steps would give 133)
+    m = episode_metrics([ep(50, 100, "a"), ep(10, 300, "b")])
+    assert m["memory_tokens"] == 200 and m["prompt_tokens"] == 300

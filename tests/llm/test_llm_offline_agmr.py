@@ -125,6 +125,32 @@ def test_attended_but_wrong_corrects_the_target_in_place() -> None:
     assert "Do not 'go to fridge 1'" in new[2].thought and new[2].action == "go to sinkbasin 1"
 
 
+def test_without_the_refiner_a_retry_of_the_same_correction_is_escalated_not_wasted() -> None:
+    from workbench.llm.inputs import DirectFailureEditInput
+
+    refl = FailureReflection(critical_step=3, wrong_action="go to fridge 1", correct_action="go to sinkbasin 1",
+                             supporting_segment=2)
+    mem = memory_clean_tomato()
+    first = run_stage(OFFLINE, "reflector_edit_failure", DirectFailureEditInput(memory=mem, reflection=refl)).value
+    once = mem.model_copy(update={"segments": apply_segment_edits(mem.segments, first.edits)})
+    again = run_stage(OFFLINE, "reflector_edit_failure", DirectFailureEditInput(memory=once, reflection=refl)).value
+    twice = apply_segment_edits(once.segments, again.edits)
+    assert twice != once.segments and [e.index for e in again.edits] == [2]  # a real second edit, same segment
+    assert twice[2].thought.startswith("KEY STEP") and "Do exactly 'go to sinkbasin 1'" in twice[2].thought
+
+
+def test_a_correction_names_the_needed_action_when_the_segment_is_of_another_kind() -> None:
+    from workbench.llm.offline.refiner import correction_edit
+
+    mem = memory_clean_tomato()
+    k = next(n for n, seg in enumerate(mem.segments) if seg.action.startswith("go to"))
+    refl = FailureReflection(critical_step=3, wrong_action="go to fridge 1", correct_action="open fridge 1",
+                             supporting_segment=k)
+    new = parse_segment_text(correction_edit(mem.segments, refl).text)
+    assert new.action == mem.segments[k].action  # the step itself is unchanged
+    assert "needs 'open fridge 1' (a 'open X' action)" in new.thought and "Do exactly" not in new.thought
+
+
 def test_weak_utilization_follows_appendix_e2() -> None:
     c = [
         [0.1, 0.1, 0.1, 0.1],  # 0: flat and low -> weak
@@ -148,7 +174,15 @@ def test_success_refiner_deletes_only_redundant_and_weak_segments() -> None:
     assert sorted(e.index for e in out.edits if e.op == "delete") == [0, 3, 5]
     new = apply_segment_edits(mem.segments, out.edits)
     assert len(new) == n - 3 and new[0].action == "open cabinet 1"
-    assert new[0].observation == ""  # its observation reported the deleted move
+    # segment 1's observation reported the deleted move 0: it now shows what segment 0 showed (the initial view)
+    assert new[0].observation == mem.segments[0].observation
+    # every kept action keeps an outcome: after a deleted run k..m, segment m+1 shows segment k's observation
+    kept = [k for k in range(n) if k not in (0, 3, 5)]
+    for pos, k in enumerate(kept):
+        first = k
+        while first - 1 in (0, 3, 5):
+            first -= 1
+        assert new[pos].observation == mem.segments[first].observation, k
     assert [s.action for s in new].count("take apple 1 from countertop 2") == 1
 
 

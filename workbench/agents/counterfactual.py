@@ -7,12 +7,20 @@ records:
     p_action            p(chosen action) with the reminder (softmax over the admissible commands)
     p_action_without    p(the same action) without it
     action_without      what the agent would have chosen without it
+    p_alt_with          p(action_without) with the reminder; p_alt_without: without it
+    tv                  total-variation distance between the two distributions (0: the reminder moved nothing)
     changed             the reminder changed the choice
+
+p_action - p_action_without is biased upward: the action is the argmax *with* the reminder, so even an
+irrelevant sentence shows a positive mean; p_alt_without - p_alt_with is biased the same way for the other
+choice. ``tv`` is symmetric and selection-free: the summary reports all three.
     mentions            admissible commands the reminder names verbatim
     followed            the choice did what the reminder said, by a stated rule: a warning (the reminder says
-                        stop / avoid / already / failed / not) is followed when the chosen action is none of the
-                        commands it names; any other reminder is followed when the chosen action is one of them;
-                        None when it names no command
+                        stop / avoid / already / failed / do not / don't / never) is followed when the chosen action
+                        is none of the commands it names; any other reminder ("go to fridge 1 instead") is followed
+                        when the chosen action is one of them; None when it names no command. For reminders that
+                        quote the past (general retrieval, the passive bank) "followed" only means repeating a
+                        quoted command: read it for the memory agent's own reminders
 
 Retrieval heads' attention to the reminder span needs the attention instruments (``workbench.attention``) and
 the prompt's ``reminder`` span; this module only re-scores.
@@ -25,7 +33,7 @@ from collections.abc import Sequence
 
 __all__ = ["reminder_effect", "mentioned_commands", "is_warning"]
 
-_WARN = re.compile(r"\b(stop|avoid|already|failed|fails|not|don't|never|instead)\b", re.I)
+_WARN = re.compile(r"\b(stop|avoid|already|failed|fails|do not|don't|never)\b", re.I)
 
 
 def mentioned_commands(reminder: str, admissible: Sequence[str]) -> list[str]:
@@ -47,5 +55,8 @@ def reminder_effect(reminder: str, admissible: Sequence[str], probs_with: Sequen
     followed = None
     if mentions:
         followed = (chosen not in mentions) if is_warning(reminder) else (chosen in mentions)
+    tv = 0.5 * sum(abs(a - b) for a, b in zip(probs_with, probs_without))
     return {"p_action": round(probs_with[best], 5), "p_action_without": round(probs_without[best], 5),
-            "action_without": admissible[alt], "changed": best != alt, "mentions": mentions, "followed": followed}
+            "action_without": admissible[alt], "p_alt_with": round(probs_with[alt], 5),
+            "p_alt_without": round(probs_without[alt], 5), "tv": round(tv, 5), "changed": best != alt,
+            "mentions": mentions, "followed": followed}

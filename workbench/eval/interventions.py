@@ -45,6 +45,9 @@ def intervention_metrics(trajs: Sequence[Trajectory]) -> dict | None:
 
 def _effects(effects: list[dict]) -> dict:
     judged = [e["followed"] for e in effects if e["followed"] is not None]
+    alt = [e for e in effects if "p_alt_with" in e]  # records written before the selection-free fields lack them
     return {"n": len(effects), "mean_delta_p": mean(e["p_action"] - e["p_action_without"] for e in effects),
+            **({"mean_delta_p_alt": mean(e["p_alt_without"] - e["p_alt_with"] for e in alt),
+                "mean_tv": mean(e["tv"] for e in alt)} if alt else {}),
             "changed": mean(bool(e["changed"]) for e in effects),
             "followed": mean(judged) if judged else None, "n_judged": len(judged)}

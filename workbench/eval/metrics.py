@@ -25,8 +25,11 @@ def success_rate_at(trajs: list[Trajectory], k: int) -> float:
 
 
 def _step_mean(trajs: list[Trajectory], key: str) -> float:
-    vals = [s[key] for t in trajs for s in t.meta.get("steps", []) if key in s]
-    return mean(vals) if vals else 0.0
+    """The mean over episodes of each episode's mean per step: every episode weighs the same, so a failed
+    50-step episode does not count five times a 10-step success (AGMR's "average token number of memory
+    entries" is one value per retrieved entry)."""
+    per_episode = [mean(v) for t in trajs if (v := [s[key] for s in t.meta.get("steps", []) if key in s])]
+    return mean(per_episode) if per_episode else 0.0
 
 
 def action_patterns(trajs: list[Trajectory]) -> dict:
@@ -103,8 +106,8 @@ def episode_metrics(trajs: list[Trajectory]) -> dict:
 
     Returns:
         ``n_episodes``, ``success_rate``, ``avg_steps`` (all episodes), ``avg_steps_success``,
-        ``memory_tokens`` (mean memory-block tokens per step, model tokenizer), ``prompt_tokens`` (mean per
-        step), ``sr_at_k`` ({k: SR@k}, every 5 steps), ``action_patterns`` (``action_patterns``), ``behaviour``
+        ``memory_tokens`` (memory-block tokens, model tokenizer: each episode's mean per step, averaged over
+        episodes), ``prompt_tokens`` (likewise), ``sr_at_k`` ({k: SR@k}, every 5 steps), ``action_patterns`` (``action_patterns``), ``behaviour``
         (recovery, repetition, recurrence: ``workbench.eval.behaviour``), and where the run has the records
         ``max_memory_o200k`` and ``episodic_share`` (working-memory runs), ``interventions`` (proactive runs).
     """

@@ -234,14 +234,30 @@ def check_resume(cfg: RunConfig, resume: bool) -> set[str]:
         elif old != cfg.identity():
             diff = {k: (old.get(k), v) for k, v in cfg.identity().items() if old.get(k) != v}
             raise ValueError(f"{cfg_path}: --resume with different parameters {diff}; use a new --out")
+        elif cfg.memory_base and (then := json.loads(cfg_path.read_text()).get("memory_base_digest")):
+            now = memory_base_digest(cfg)
+            if now != then:
+                raise ValueError(f"{cfg_path}: --resume, but the memory base {cfg.memory_base} changed since this run "
+                                 f"began (digest {then} -> {now}: a refinement committed or rolled back an entry); "
+                                 "its episodes would mix two bases: evaluate the base in a new --out")
     return {d["task_id"] for d in iter_jsonl_dicts(rows)} if resume else set()
+
+
+def memory_base_digest(cfg: RunConfig) -> str | None:
+    """The content hash of the memory base ``cfg`` reads (None: the default base, which no run edits)."""
+    from workbench.memory.base import MemoryBase
+
+    return MemoryBase(cfg.memory_base).digest() if cfg.memory_base else None
 
 
 def write_run_config(cfg: RunConfig) -> None:
     """``cfg.out/config.json``: the run's identity (what ``--resume`` must match) and the package versions."""
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out / "config.json", json.dumps({"run": cfg.identity(), "versions": versions()}, indent=1))
+    record = {"run": cfg.identity(), "versions": versions()}
+    if cfg.memory_base:  # which state of an editable base the episodes read (resume refuses another)
+        record["memory_base_digest"] = memory_base_digest(cfg)
+    atomic_write_text(out / "config.json", json.dumps(record, indent=1))
 
 
 def batch_metrics(trajs: list[Trajectory]) -> dict:

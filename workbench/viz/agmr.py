@@ -22,7 +22,8 @@ SCENARIO_LABELS = {"attended_but_wrong": "1: attended but wrong", "missed_releva
 
 
 def scenario_distribution_figure(records: Sequence, title: str = "Scenarios among failed refinement tasks") -> Figure:
-    """Figure 9: how the failed refinement tasks split over the three patterns (the refiner's, and the rule's).
+    """Figure 9: how the failed refinement tasks split over the three patterns (the refiner's, and the rule's), as
+    diagnosed in each task's final refinement iteration (the paper's definition).
 
     Args:
         records: :class:`~workbench.methods.agmr.TaskRecord` s (``load_log(root)``).
@@ -31,14 +32,14 @@ def scenario_distribution_figure(records: Sequence, title: str = "Scenarios amon
     fig = Figure(figsize=(6.5, 3.2))
     ax = fig.subplots()
     keys = list(SCENARIO_LABELS)
-    refiner = Counter(r.first_pattern for r in fails)
-    rule = Counter(r.first_rule_pattern for r in fails)
+    refiner = Counter(r.final_pattern for r in fails)
+    rule = Counter(r.final_rule_pattern for r in fails)
     x = range(len(keys))
     ax.bar([i - 0.2 for i in x], [refiner[k] for k in keys], width=0.4, label="refiner", color="#4c72b0")
     ax.bar([i + 0.2 for i in x], [rule[k] for k in keys], width=0.4, label="rule on C", color="#dd8452")
     ax.set_xticks(list(x), [SCENARIO_LABELS[k] for k in keys], fontsize=8)
     ax.set_ylabel("failed refinement tasks")
-    none = sum(1 for r in fails if r.first_rule_pattern is None)
+    none = sum(1 for r in fails if r.final_rule_pattern is None)
     ax.set_title(f"{title} (n={len(fails)}" + (f", {none} without a diagnosis)" if none else ")"), fontsize=9)
     ax.legend(fontsize=8)
     fig.tight_layout()

@@ -76,6 +76,19 @@ def test_run_checks_its_memory_base_before_anything_is_written(tmp_path, refined
     assert not (tmp_path / "o").exists()
 
 
+def test_a_resumed_evaluation_refuses_a_base_that_changed_since_it_began(tmp_path, refined):
+    from workbench.eval.runner import check_resume, write_run_config
+
+    cfg = RunConfig(out=str(tmp_path / "o"), memory="traj", memory_base=str(refined))
+    write_run_config(cfg)
+    recorded = json.loads((tmp_path / "o" / "config.json").read_text())["memory_base_digest"]
+    assert recorded == MemoryBase(refined).digest()
+    assert check_resume(cfg, resume=True) == set()  # the same base: resumes
+    assert main(["memory", "rollback", str(refined), EID]) == 0  # the base changes under the run
+    with pytest.raises(ValueError, match="changed since this run began"):
+        check_resume(cfg, resume=True)
+
+
 def test_the_policy_reads_the_refined_base(refined):
     from workbench.eval.runner import build_policy
 

@@ -78,6 +78,17 @@ def test_each_pattern_gets_its_edit(tmp_path, rows, pattern, distractor_edit):
     assert ("Scope:" in (segs[4].thought or "")) is distractor_edit
 
 
+def test_figure_9_counts_the_final_iterations_diagnosis(tmp_path):
+    base = make_base(tmp_path)
+    rec = ScriptedRefiner(base, [(False, WRONG, _rows(6, 3, strong=(1, 4))), (False, WRONG, _rows(6, 3, strong=(), weak=(1,))),
+                                 (True, RIGHT, None)]).refine_task(TASK, "put a apple in fridge.")
+    assert rec.outcome == "committed" and len(rec.attempts) == 2
+    assert rec.first_rule_pattern == "distracted_by_irrelevant" and rec.final_rule_pattern == "missed_relevant"
+    assert rec.final_pattern == rec.committed_pattern == rec.attempts[-1].pattern
+    history = base.history("valid_train/tomato/t1")
+    assert history[-1].provenance["final_rule_pattern"] == "missed_relevant"  # a resume rebuilds it
+
+
 def test_a_success_simplification_is_committed_when_success_holds_and_rolled_back_at_once_when_not(tmp_path):
     base = make_base(tmp_path)
     rec = ScriptedRefiner(base, [(True, RIGHT, None), (False, WRONG, None)]).refine_task(TASK, "put a apple in fridge.")
@@ -87,7 +98,8 @@ def test_a_success_simplification_is_committed_when_success_holds_and_rolled_bac
     assert rec.outcome == "committed" and rec.committed_pattern == "low_utilization_redundancy"
     segs = base.get("valid_train/tomato/t1").segments
     assert [s.action for s in segs] == [s.action for k, s in enumerate(entry().segments) if k != 2]  # the 'look'
-    assert segs[2].observation == ""  # the neighbour no longer reports the deleted move
+    # the neighbour no longer reports the deleted move: it shows what the deleted segment showed (smoothing)
+    assert segs[2].observation == entry().segments[2].observation
     assert (rec.segments_before, rec.segments_after) == (6, 5) and rec.tokens_after < rec.tokens_before
 
 

@@ -23,6 +23,12 @@ def test_effect_record():
     tip = reminder_effect("Try 'open drawer 1'.", ADM, [0.7, 0.1, 0.1, 0.1], [0.7, 0.1, 0.1, 0.1])
     assert not tip["changed"] and tip["followed"] is False
     assert reminder_effect("Be careful.", ADM, [1, 0, 0, 0], [1, 0, 0, 0])["followed"] is None
+    # an instruction that says "instead" is no warning: choosing what it names is following it
+    assert reminder_effect("Go to shelf 1 instead.", ADM, [0.7, 0.1, 0.1, 0.1], [0.1, 0.7, 0.1, 0.1])["followed"]
+    assert is_warning("Do not open drawer 1 again.") and not is_warning("Go to shelf 1 instead.")
+    # selection-free: the distance between the distributions, and the other choice's side
+    assert e["tv"] == pytest.approx(0.6) and (e["p_alt_with"], e["p_alt_without"]) == (0.1, 0.7)
+    assert tip["tv"] == 0.0
 
 
 def test_intervention_metrics_aggregate_the_effects():

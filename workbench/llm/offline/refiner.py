@@ -68,22 +68,34 @@ def correction_edit(segs: Sequence[Segment], r: FailureReflection) -> SegmentEdi
     """In-place correction of the supporting segment: its thought states the correct action, rules out the wrong one."""
     i = r.supporting_segment
     target, kind = segs[i], parse_action(r.correct_action).template
-    thought = (f"Do exactly '{target.action}' here (a '{kind}' action). Do not '{r.wrong_action}' "
-               "instead; it is not needed at this point.")
+    if parse_action(target.action).template == kind:
+        thought = (f"Do exactly '{target.action}' here (a '{kind}' action). Do not '{r.wrong_action}' "
+                   "instead; it is not needed at this point.")
+    else:  # the memory has no step of that kind: name the action the task needs, not this segment's
+        thought = (f"At this point the task needs '{r.correct_action}' (a '{kind}' action). Do not "
+                   f"'{r.wrong_action}' instead; it is not needed at this point.")
     if target.thought and thought in target.thought:  # already corrected (perhaps with more): leave it
         thought = target.thought
     return SegmentEdit(index=i, op="replace", text=_with_thought(target, thought))
 
 
 def deletion_edits(segs: Sequence[Segment], drop: Sequence[int]) -> list[SegmentEdit]:
-    """Delete ``drop``; the segment after each deleted one loses the observation that reported the deleted move."""
+    """Delete ``drop`` and smooth the neighbour: a segment's observation is what the previous action led to, so
+    after deleting the run of segments k..m, segment m+1 (which reported a_m's outcome) shows what segment k showed
+    instead: the outcome of a_(k-1), the action now before it. Every kept action keeps its outcome."""
+    gone = set(drop)
     edits = [SegmentEdit(index=k, op="delete") for k in drop]
-    for k in drop:
-        nxt = k + 1
+    for k in sorted(gone):
+        if k - 1 in gone:
+            continue  # not the first of its run
+        m = k
+        while m + 1 in gone:
+            m += 1
+        nxt = m + 1
         seg = segs[nxt] if nxt < len(segs) else None
-        if seg is not None and nxt not in drop and seg.observation and (seg.thought or seg.action):
-            edits.append(SegmentEdit(index=nxt, op="replace",
-                                     text=segment_text(Segment(thought=seg.thought, action=seg.action))))
+        if seg is not None and seg.observation and (seg.thought or seg.action):
+            edits.append(SegmentEdit(index=nxt, op="replace", text=segment_text(
+                Segment(observation=segs[k].observation, thought=seg.thought, action=seg.action))))
     return edits
 
 
@@ -153,10 +165,23 @@ def refine_success(inp: SuccessRefinerInput) -> Refinement:
 
 
 def direct_edit_failure(inp: DirectFailureEditInput) -> DirectEdit:
-    """w/o AGR, failure branch: correct the supporting segment in place (no utilization to choose another edit)."""
-    r = inp.reflection
-    return DirectEdit(edits=(correction_edit(inp.memory.segments, r),),
-                      rationale=f"segment {r.supporting_segment} should have led to '{r.correct_action}'")
+    """w/o AGR, failure branch: correct the supporting segment in place (no utilization to choose another edit).
+
+    Like the refiner, a retry whose correction is already made is escalated once instead of failing as
+    "unchanged": the target also gets the salience cue (without C there are no rivals to scope), so the
+    ablation gets as many real retries as AGMR."""
+    r, segs = inp.reflection, inp.memory.segments
+    edits = [correction_edit(segs, r)]
+    why = f"segment {r.supporting_segment} should have led to '{r.correct_action}'"
+    if not _changes(segs, edits):
+        target = segs[r.supporting_segment]
+        kind = parse_action(r.correct_action).template
+        cue = f"KEY STEP for '{inp.memory.goal}': next do '{target.action}' (the '{kind}' step); do not skip it."
+        corrected = parse_segment_text(edits[0].text or "")
+        edits = [SegmentEdit(index=r.supporting_segment, op="replace",
+                             text=_with_thought(target, _add_note(corrected.thought, cue, first=True)))]
+        why += "; the correction was already made, so it is escalated (cue + correction)"
+    return DirectEdit(edits=tuple(edits), rationale=why)
 
 
 def direct_edit_success(inp: DirectSuccessEditInput) -> DirectEdit:

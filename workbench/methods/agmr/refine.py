@@ -158,8 +158,10 @@ class TaskRecord(_Rec):
     branch: Literal["failure", "success"] | None = None
     outcome: Literal["committed", "discarded", "rolled_back", "no_edit", "no_memory", "error"]
     committed_version: int | None = None
-    first_pattern: str | None = None  # the pattern diagnosed on m*'s run (Figure 9)
+    first_pattern: str | None = None  # the pattern of the first diagnosis that got through (on m*'s run, mostly)
     first_rule_pattern: str | None = None
+    final_pattern: str | None = None  # the pattern of the last refinement iteration's diagnosis (Figure 9: the paper
+    final_rule_pattern: str | None = None  # counts "the diagnosis ... in the final refinement iteration")
     committed_pattern: str | None = None
     attempts: tuple[Attempt, ...] = ()
     executions: tuple[str, ...] = ()
@@ -173,6 +175,14 @@ class TaskRecord(_Rec):
 
 def _diff(entry: MemoryEntry, cand: MemoryEntry, n: int) -> str:
     return entry_diff(entry, cand, labels=(f"{entry.entry_id}@v{entry.version}", f"{entry.entry_id}@candidate-{n}"))
+
+
+def _diagnosed(final: dict, info: dict) -> None:
+    """Keep the latest diagnosis of a failure-branch attempt (its refiner and rule patterns), where it has one."""
+    if info.get("pattern"):
+        final["final_pattern"] = info["pattern"]
+    if (info.get("rule") or {}).get("pattern"):
+        final["final_rule_pattern"] = info["rule"]["pattern"]
 
 
 def _reward(traj: Trajectory) -> float:
@@ -331,6 +341,7 @@ class Refiner:
         if not first.traj.success:
             memory, run = entry, first
             first_pattern = first_rule = None
+            final = {"final_pattern": None, "final_rule_pattern": None}
             for n in range(1, self.config.max_attempts + 1):
                 info: dict = {}
                 try:
@@ -339,14 +350,15 @@ class Refiner:
                     attempts.append(Attempt(n=n, error=_error(e), reflection=info.get("reflection"),
                                             rule=info.get("rule"), refinement=info.get("refinement"),
                                             pattern=info.get("pattern")))
+                    _diagnosed(final, info)
                     continue
-                # The pattern on the first diagnosis that got through (Figure 9 counts it).
                 first_pattern = first_pattern or info.get("pattern")
                 first_rule = first_rule or (info.get("rule") or {}).get("pattern")
+                _diagnosed(final, info)
                 verify = self.execute(task, cand, len(runs), entry.version, candidate=True)
                 runs.append(verify.execution.id)
                 gain = _reward(verify.traj) - _reward(first.traj)
-                ok = verify.traj.success or gain >= self.config.reward_gain > 0 or (
+                ok = verify.traj.success or gain >= self.config.reward_gain - 1e-9 > 0 or (
                     gain > 0 and self.config.reward_gain == 0)
                 attempt = Attempt(n=n, reflection=info.get("reflection"), rule=info.get("rule"),
                                   refinement=info.get("refinement"), pattern=info.get("pattern"),
@@ -355,11 +367,11 @@ class Refiner:
                 attempts.append(attempt)
                 if ok:
                     return self._commit(task, entry, cand, "failure", attempts, runs, common,
-                                        first_pattern=first_pattern, first_rule=first_rule)
+                                        first_pattern=first_pattern, first_rule=first_rule, final=final)
                 memory, run = cand, verify
             return TaskRecord(**common, branch="failure", outcome="discarded" if any(a.execution for a in attempts)
                               else "error", attempts=tuple(attempts), executions=tuple(runs),
-                              first_pattern=first_pattern, first_rule_pattern=first_rule,
+                              first_pattern=first_pattern, first_rule_pattern=first_rule, **final,
                               segments_after=len(entry.segments), tokens_after=common["tokens_before"])
         try:
             cand, info = self._success_edit(entry, first)
@@ -386,7 +398,7 @@ class Refiner:
 
     def _commit(self, task: Any, entry: MemoryEntry, cand: MemoryEntry, branch: str, attempts: list[Attempt],
                 runs: list[str], common: dict, first_pattern: str | None = None,
-                first_rule: str | None = None) -> TaskRecord:
+                first_rule: str | None = None, final: dict | None = None) -> TaskRecord:
         last = attempts[-1]
         pattern = last.pattern or ("low_utilization_redundancy" if branch == "success" and self.config.variant ==
                                    "agmr" else None)
@@ -399,13 +411,14 @@ class Refiner:
             if rule else None,
             "diff": last.diff, "verification": [last.execution], "executions": list(runs),
             "backend": getattr(self.backend, "name", str(self.backend)), "model": self.config.model,
-            "first_pattern": first_pattern, "first_rule_pattern": first_rule,
+            "first_pattern": first_pattern, "first_rule_pattern": first_rule, **(final or {}),
         }
         stored = self.base.commit(cand.model_copy(update={"version": entry.version}),
                                   reason=f"agmr {branch}: {pattern or 'edit'} (verified on {task.task_id})",
                                   provenance=provenance)
         return TaskRecord(**common, branch=branch, outcome="committed", committed_version=stored.version,
                           first_pattern=first_pattern, first_rule_pattern=first_rule, committed_pattern=pattern,
+                          **(final or {}),
                           attempts=tuple(attempts), executions=tuple(runs), segments_after=len(stored.segments),
                           tokens_after=memory_tokens(stored))
 
@@ -440,6 +453,7 @@ def _recover(base: MemoryBase, done: set[str]) -> list[TaskRecord]:
         out.append(TaskRecord(task_id=task, entry_id=r.entry_id, base_version=r.version - 1, branch=p.get("branch"),
                               outcome="committed", committed_version=r.version, committed_pattern=p.get("pattern"),
                               first_pattern=p.get("first_pattern"), first_rule_pattern=p.get("first_rule_pattern"),
+                              final_pattern=p.get("final_pattern"), final_rule_pattern=p.get("final_rule_pattern"),
                               executions=tuple(p.get("executions") or ()), segments_after=len(r.entry.segments),
                               tokens_after=memory_tokens(r.entry), recovered=True))
         done.add(task)
@@ -580,8 +594,9 @@ def refine_stats(root: str | Path) -> dict:
         "no_memory": sum(r.outcome == "no_memory" for r in log),
         "outcomes": dict(Counter(r.outcome for r in log)),
         "commits": len(commits), "commits_by_branch_pattern": dict(sorted(by.items())),
-        "failure_patterns": dict(Counter(r.first_pattern or "none" for r in failures)),
-        "failure_rule_patterns": dict(Counter(r.first_rule_pattern or "none" for r in failures)),
+        "failure_patterns": dict(Counter(r.final_pattern or "none" for r in failures)),  # final iteration's (Figure 9)
+        "failure_rule_patterns": dict(Counter(r.final_rule_pattern or "none" for r in failures)),
+        "first_failure_patterns": dict(Counter(r.first_pattern or "none" for r in failures)),
         "discarded": sum(r.outcome == "discarded" for r in log),
         "rolled_back": sum(r.outcome == "rolled_back" for r in log),
         "errors": sum(1 for r in log for a in r.attempts if a.error),
