@@ -70,3 +70,6 @@ def test_track_follows_location_holding_and_transformations() -> None:
     assert st.location == "fridge 1" and st.holding is None
     assert st.transformed == {"apple 1"} and st.placed == [("apple 1", "fridge 1")]
     assert st.failed == ["heat apple 1 with fridge 1"] and st.seen["apple 1"] == "fridge 1"
+    # taken back out of the fridge, the apple is no longer placed (a goal check must not count it)
+    again = track([("take apple 1 from fridge 1", "You pick up the apple 1 from the fridge 1.")], state=st)
+    assert again.placed == [] and again.holding == "apple 1"

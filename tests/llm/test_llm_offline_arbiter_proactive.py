@@ -133,3 +133,24 @@ def test_phase2_reminds_of_a_known_dead_end_and_a_forgotten_requirement() -> Non
     inp = ProactiveInput(goal=GOAL, step=3, window=fail.steps[:4], current_observation=fail.steps[4].observation)
     r = run_stage(OFFLINE, "proactive_intervene", inp).value
     assert r.reminder == "The apple must be cleaned with the sinkbasin before it goes in/on the fridge."
+
+
+def test_the_parser_forgets_a_put_taken_back_and_finds_a_floorlamp() -> None:
+    from workbench.llm.inputs import StateParserInput
+    from workbench.llm.offline.arbiter import parse_state
+
+    goal = "Your task is to: put a apple in fridge."
+    hist = (Step(observation="You are in the middle of a room.", action="go to countertop 1"),
+            Step(observation="On the countertop 1, you see a apple 1.", action="take apple 1 from countertop 1"),
+            Step(observation="You pick up the apple 1 from the countertop 1.", action="go to fridge 1"),
+            Step(observation="The fridge 1 is open.", action="put apple 1 in/on fridge 1"))
+    done = parse_state(StateParserInput(goal=goal, observation="You put the apple 1 in/on the fridge 1.", history=hist))
+    assert done.subgoal == "the task is complete"
+    back = hist + (Step(observation="You put the apple 1 in/on the fridge 1.", action="take apple 1 from fridge 1"),)
+    undone = parse_state(StateParserInput(goal=goal, observation="You pick up the apple 1 from the fridge 1.",
+                                          history=back))
+    assert undone.subgoal != "the task is complete" and undone.holding == "apple 1"
+    look = "Your task is to: look at book under the desklamp."
+    lamp = parse_state(StateParserInput(goal=look, observation="On the sidetable 1, you see a floorlamp 1.",
+                                        history=(Step(observation="room", action="go to sidetable 1"),)))
+    assert "where is the desklamp?" not in lamp.information_needs

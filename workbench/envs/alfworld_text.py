@@ -186,6 +186,7 @@ def track(steps: Iterable[tuple[str, str]], final_observation: str = "", state: 
         elif a.template == "take X from Y":
             st.holding = a.x
             st.seen.pop(a.x or "", None)
+            st.placed = [(o, r) for o, r in st.placed if o != a.x]  # taken back out: no longer placed
         elif a.template == "put X in/on Y" and a.x and a.y:
             st.placed.append((a.x, a.y))
             st.seen[a.x] = a.y

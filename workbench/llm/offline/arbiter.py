@@ -80,7 +80,7 @@ def parse_state(inp: StateParserInput) -> ParsedState:
     needs = []
     if not held and not seen_o:
         needs.append(f"where is a {o}?")
-    if spec.kind == "look_at" and not (st.lamp_on or any(entity_type(x) == "desklamp" for x in st.seen)):
+    if spec.kind == "look_at" and not (st.lamp_on or any(entity_type(x) in ("desklamp", "floorlamp") for x in st.seen)):
         needs.append("where is the desklamp?")
     return ParsedState(subgoal=current, completed=completed, entities=tuple(dict.fromkeys(entities)),
                        information_needs=tuple(needs), location=st.location, holding=st.holding,
