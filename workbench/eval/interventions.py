@@ -2,12 +2,15 @@
 
     interventions_per_episode   reminders shown to the action agent, per episode
     silence_rate                triggered steps on which the memory agent explicitly stayed silent / triggered steps
+                                (a step whose phase-2 reply could not be used, ``phase2_error``, counts in neither)
     reminder_o200k              mean o200k tokens of a reminder; reminder_tokens: mean in the action model's tokens
     memory_calls_per_episode    requests to the memory agent's backend, per episode
     latency_ms_per_call         mean wall time of one such request (the only timing in a run's records)
     reminder_effect             the counterfactual re-score of every reminder step (``agents.counterfactual``):
-                                mean p(action) with minus without the reminder, share of choices it changed,
-                                share followed (of the reminders that name an admissible command)
+                                mean p(action) with minus without the reminder (biased upward: the action is
+                                the argmax with it), the selection-free mean total-variation distance and the
+                                other choice's side, share of choices it changed, share followed (of the
+                                reminders that name an admissible command)
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ def intervention_metrics(trajs: Sequence[Trajectory]) -> dict | None:
         return None
     steps = [s for t in trajs for s in t.meta.get("steps", []) if "proactive" in s]
     flat = [r for rs in recs for r in rs]
-    triggered = [r for r in flat if r.get("trigger")]
+    triggered = [r for r in flat if r.get("trigger") and not r.get("phase2_error")]  # an unusable reply decides nothing
     reminders = [r for r in flat if r.get("reminder")]
     calls = sum(r.get("n_calls", 0) for r in flat)
     return {

@@ -169,6 +169,9 @@ def test_fuzzed_replies_never_crash_and_never_half_edit_the_bank(episode):
             assert not errs and _content(replay) == _content(pol.bank)  # exactly before + the applied calls
             assert all(e["error"] in ("ToolCallError", "LLMOutputError", "BankCallError") for e in rec["errors"])
             assert block.reminder is None or block.reminder.strip()
+            # an unusable phase-2 reply is flagged, and is no decision to stay silent
+            assert rec.get("phase2_error", False) == any(e["phase"] == 2 for e in rec["errors"])
+            assert not (rec.get("phase2_error") and rec["silent"])
             errors += len(rec["errors"])
             pol.observe(st, traj.steps[k + 1].observation if k + 1 < traj.n_steps else "")
         cases += backend.cases

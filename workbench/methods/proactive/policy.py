@@ -112,7 +112,7 @@ class ProactivePolicy:
         elif self.variant.speaker.every_step:
             reminder, label = self.variant.speaker.speak(self, step, rec)
         rec["reminder"] = reminder
-        rec["silent"] = why is not None and reminder is None
+        rec["silent"] = why is not None and reminder is None and not rec.get("phase2_error")
         if reminder:
             rec["reminder_o200k"] = count_o200k(reminder)
         rec["bank"] = len(self.bank)
@@ -137,6 +137,7 @@ class ProactivePolicy:
             calls = self.timed_stage("proactive_update", self.payload(step, view), rec)
         except LLMOutputError as e:
             rec["errors"].append({"phase": 1, "error": type(e).__name__, "reason": e.reason})
+            rec["phase1_error"] = True  # the bank stays as it was; no tool-call target for the SFT export
             return
         applied, errors = self.bank.apply(calls, step)
         rec["calls"] = applied

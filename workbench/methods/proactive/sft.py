@@ -58,13 +58,15 @@ def sft_examples(traj: Trajectory, window: int = WINDOW) -> list[dict]:
         meta = {"task_id": traj.task_id, "step": k, "policy": traj.meta.get("memory_policy"),
                 "prefiltered": len(bank) > PREFILTER_AT}
         calls = [ToolCall(name=c["name"], arguments=c["arguments"]) for c in rec.get("calls", [])]
-        if traj.meta.get("memory_policy") in ("proactive", "proactive-always", "proactive-passive"):
+        if traj.meta.get("memory_policy") in ("proactive", "proactive-always", "proactive-passive") and not rec.get(
+                "phase1_error"):  # an unusable reply is no target
             msgs = _messages("proactive_update", payload())
             msgs.append({"role": "assistant", "content": "", "tool_calls": [
                 {"type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in calls]})
             out.append({"messages": msgs, "tools": tools, "phase": 1, **meta})
         bank.apply(calls, k)
-        if traj.meta.get("memory_policy") in ("proactive", "proactive-always", "proactive-advisor"):
+        if traj.meta.get("memory_policy") in ("proactive", "proactive-always", "proactive-advisor") and not rec.get(
+                "phase2_error"):
             p2 = payload()
             msgs = _messages("proactive_intervene", p2)
             said = None if rec.get("fallback") else rec.get("reminder")  # always-on's fallback is not the agent's

@@ -35,7 +35,8 @@ def _phase2(policy, step: int, rec: dict, bank: BankView) -> str | None:
         return policy.timed_stage("proactive_intervene", policy.payload(step, bank), rec).reminder
     except LLMOutputError as e:
         rec["errors"].append({"phase": 2, "error": type(e).__name__, "reason": e.reason})
-        return None  # an unusable reply is a silence (logged)
+        rec["phase2_error"] = True  # no reminder is injected, but it is no decision to stay silent
+        return None
 
 
 class Selective:
