@@ -114,6 +114,22 @@ def test_a_strongly_used_redundant_segment_is_kept_by_agmr_and_deleted_without_t
     assert rec.outcome == "committed" and len(base.get("valid_train/tomato/t1").segments) == 5
 
 
+def test_a_refiner_that_deletes_a_used_segment_is_refused_whatever_the_backend(tmp_path, monkeypatch):
+    from workbench.llm import SegmentEdit
+    from workbench.llm.inputs import SuccessRefinerInput
+    from workbench.llm.offline.backend import OFFLINE_ALGORITHMS
+    from workbench.llm.schemas import Refinement
+
+    rows = [[0.1, 0.1, 0.1] for _ in range(6)]
+    rows[2] = [0.1, 2.0, 0.1]  # the 'look' is redundant but read sharply: an LLM refiner deletes it anyway
+    greedy = Refinement(pattern="low_utilization_redundancy", edits=(SegmentEdit(index=2, op="delete"),), rationale="r")
+    monkeypatch.setitem(OFFLINE_ALGORITHMS, "refiner_success", (SuccessRefinerInput, lambda inp: greedy))
+    base = make_base(tmp_path)
+    rec = ScriptedRefiner(base, [(True, RIGHT, rows), (True, RIGHT, None)]).refine_task(TASK, "put a apple in fridge.")
+    assert rec.outcome == "error" and "not both redundant" in rec.attempts[0].error
+    assert base.get("valid_train/tomato/t1") == entry()  # nothing was played or committed
+
+
 def test_without_the_refiner_a_failure_always_gets_the_in_place_correction(tmp_path):
     base = make_base(tmp_path)
     rec = ScriptedRefiner(base, [(False, WRONG, _rows(6, 3, strong=(1, 4))), (True, RIGHT, None)],

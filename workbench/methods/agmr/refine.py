@@ -316,6 +316,17 @@ class Refiner:
             out = self._stage("refiner_success", SuccessRefinerInput(memory=memory, reflection=refl, utilization=rows,
                                                                      weak_rule=self.config.weak_rule))
             info["pattern"] = out.pattern
+            info["refinement"] = out.model_dump()
+            # The paper's constraint, whatever the backend: a segment is deleted only if the reflector called it
+            # redundant and C shows it weakly used (an LLM refiner may propose more; the offline one never does).
+            from workbench.llm.offline.refiner import weakly_utilized
+
+            allowed = {r.index for r in refl.redundant_segments} & weakly_utilized(rows, self.config.weak_rule)
+            bad = sorted(e.index for e in out.edits if e.op == "delete" and e.index not in allowed)
+            if bad:
+                raise RefinementError(f"refiner_success: deletes segments {bad}, which are not both redundant "
+                                      f"(reflector) and weakly utilized ({self.config.weak_rule} rule); allowed: "
+                                      f"{sorted(allowed)}")
         else:
             out = self._stage("reflector_edit_success", DirectSuccessEditInput(memory=memory, reflection=refl))
         info["refinement"] = out.model_dump()
