@@ -118,13 +118,16 @@ class WorkflowInput(_In):
 
 
 class WriterInput(_In):
-    """MemArbiter candidate writer at step ``step``: the newest evidence plus the parsed state."""
+    """MemArbiter candidate writer at step ``step``: the newest evidence plus the parsed state, and the active
+    items (``[id] bank: content``), so a model writer can see what is stored and revise it instead of repeating it
+    (the offline writer reads only the evidence)."""
 
     goal: str
     step: int = Field(ge=0)
     observation: str
     previous_action: str | None = None
     state: ParsedState | None = None
+    memory: tuple[str, ...] = ()
 
 
 class StateParserInput(_In):

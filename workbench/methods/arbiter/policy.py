@@ -128,7 +128,9 @@ class ArbiterPolicy:
         try:
             writes = run_stage(self.backend, "arbiter_writer",
                                WriterInput(goal=self._goal, step=step, observation=self._obs,
-                                           previous_action=self._prev_action, state=state)).value
+                                           previous_action=self._prev_action, state=state,
+                                           memory=tuple(f"[{i.id}] {i.bank}: {i.focal}" for i in self.store.active())
+                                           )).value
             outcome = (self._prev_action, self._failed) if self._prev_action is not None else None
             return self.store.update(writes.items, step, state, outcome)
         except LLMOutputError as e:
