@@ -4,6 +4,7 @@ typed errors that leave the base untouched, and resume after a kill."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from agmr_builders import PLAN, RIGHT, TASK, WRONG, ScriptedRefiner, entry, make_base
@@ -199,3 +200,24 @@ def test_the_source_base_is_never_written(tmp_path):
     assert MemoryBase(src).get("valid_train/tomato/t1").version == 0
     assert MemoryBase(tmp_path / "out").get("valid_train/tomato/t1").version == 1
     assert PLAN  # the scripted task's plan is what the offline reflector read
+
+
+def test_a_kill_while_the_source_is_copied_leaves_a_folder_the_next_call_copies_again(tmp_path, monkeypatch):
+    from workbench.memory.base import MemoryBase
+
+    make_base(tmp_path)
+    root = tmp_path / "refined"
+    cfg = RefineConfig(heads=((0, 0),), retriever="bm25", source=str(tmp_path / "source"))
+    real = MemoryBase.clone
+
+    def killed(self, dest):
+        (Path(dest) / "history.jsonl").write_text("")  # half a copy, then the kill
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(MemoryBase, "clone", killed)
+    with pytest.raises(KeyboardInterrupt):
+        prepare(root, cfg)
+    monkeypatch.setattr(MemoryBase, "clone", real)
+    base, done = prepare(root, cfg)
+    assert len(base) == len(MemoryBase(tmp_path / "source")) and done == set()
+    assert "cloning" not in json.loads(_paths(root)[0].read_text())

@@ -473,6 +473,11 @@ def _recover(base: MemoryBase, done: set[str]) -> list[TaskRecord]:
 
 def _open_base(root: Path, config: RefineConfig) -> MemoryBase:
     cfg_path, _, _ = _paths(root)
+    if cfg_path.exists() and json.loads(read_text_utf8(cfg_path)).get("cloning"):
+        # a kill while the source was being copied: nothing was refined yet, so copy it again
+        for name in ("entries.jsonl", "history.jsonl"):
+            (root / name).unlink(missing_ok=True)
+        cfg_path.unlink()
     if cfg_path.exists():
         saved = json.loads(read_text_utf8(cfg_path))
         if saved.get("config") != config.identity():
@@ -494,10 +499,13 @@ def _open_base(root: Path, config: RefineConfig) -> MemoryBase:
         src = default_memory_base()
     from workbench.eval.runner import versions
 
+    record = {"config": config.identity(), "source": {"path": str(src.root), "digest": src.digest(),
+                                                      "entries": len(src)}, "versions": versions()}
+    cfg_path.parent.mkdir(parents=True, exist_ok=True)
+    # the config first, marked: a kill during the copy leaves a folder the next call recognises and copies again
+    atomic_write_text(cfg_path, json.dumps(record | {"cloning": True}, indent=1))
     base = src.clone(root)
-    atomic_write_text(cfg_path, json.dumps({"config": config.identity(),
-                                            "source": {"path": str(src.root), "digest": src.digest(),
-                                                       "entries": len(src)}, "versions": versions()}, indent=1))
+    atomic_write_text(cfg_path, json.dumps(record, indent=1))
     return base
 
 
