@@ -79,7 +79,9 @@ def test_phase1_records_locations_failures_and_status_via_tools() -> None:
     calls = run_stage(OFFLINE, "proactive_update", inp).value
     saved = {c.arguments["id"]: c.arguments["content"] for c in calls if c.name == "memory_save_knowledge"}
     # The apple was seen and then picked up inside the window: no save-then-delete churn for it.
-    assert saved == {"loc:bread_1": "bread 1 is in/on countertop 1", "loc:mug_1": "mug 1 is in/on countertop 2"}
+    assert saved == {"task:transform": "task: the apple must be cleaned with the sinkbasin before it goes in/on the "
+                                       "fridge",  # the task description's key constraint, saved once
+                     "loc:bread_1": "bread 1 is in/on countertop 1", "loc:mug_1": "mug 1 is in/on countertop 2"}
     assert calls[-1] == ToolCall(name="memory_update_status", arguments={
         "status": "step 2: at countertop 2; holding apple 1; next: clean the apple with the sinkbasin"})
 
@@ -100,7 +102,10 @@ def test_phase1_deletes_stale_knowledge_and_saves_failures() -> None:
 def test_phase1_is_silent_when_the_bank_is_current() -> None:
     inp = ProactiveInput(goal=GOAL, step=0, window=(Step(observation=ROOM, action="look"),), current_observation=ROOM)
     calls = run_stage(OFFLINE, "proactive_update", inp).value
-    bank = BankView(status=calls[-1].arguments["status"])
+    saved = tuple(BankEntry(id=c.arguments["id"], content=c.arguments["content"]) for c in calls
+                  if c.name == "memory_save_knowledge")
+    assert [e.id for e in saved] == ["task:transform"]  # the room shows no object yet: only the requirement
+    bank = BankView(status=calls[-1].arguments["status"], knowledge=saved)
     assert run_stage(OFFLINE, "proactive_update", inp.model_copy(update={"bank": bank})).value == []
 
 

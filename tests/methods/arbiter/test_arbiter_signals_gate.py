@@ -58,6 +58,14 @@ def test_reference_answers_an_information_need():
     assert SIG.demand({"reference": [apple]}, seen)["reference"] == 1.0
 
 
+def test_the_room_inventory_matters_when_the_subgoal_names_one_of_its_receptacles():
+    room = item("R9", focal="The room has countertop 1, sinkbasin 1, fridge 1.", ambient="room: ...",
+                entities=("countertop 1", "sinkbasin 1", "fridge 1"))
+    assert SIG.relevance(room, ctx(state=state("clean the apple with the sinkbasin")), "dynamic") == 0.8
+    assert SIG.relevance(room, ctx(state=state("take the apple", entities=("apple 1", "countertop 1"))),
+                         "dynamic") == 0.3  # an entity the parser tracks is not the subgoal naming it
+
+
 def test_situational_constraint_applies_only_where_it_was_learnt():
     c = item("C1", "constraint", "'open drawer 1' does nothing here.", "avoid: open drawer 1", ("drawer 1",),
              scope="at=drawer 1|holding=nothing")

@@ -1,8 +1,10 @@
 """Offline proactive memory agent for ALFWorld: bank edits through the four tools, then remind or stay silent.
 
 Phase 1 (bank management) replays the recent window and emits only the calls that change the bank:
-knowledge ``loc:<object>`` for every object seen ("On the countertop 1, you see a apple 1"), deleted when the
-agent picks the object up and re-saved where it puts it; procedural ``fail:<action>`` for each action
+knowledge ``task:<requirement>`` for the task description's requirements (the object must be cleaned / heated /
+cooled first, two objects are needed, a lamp must be used: the paper's "key constraints from the task
+description"), ``loc:<object>`` for every object seen ("On the countertop 1, you see a apple 1"), deleted when
+the agent picks the object up and re-saved where it puts it; procedural ``fail:<action>`` for each action
 answered "Nothing happens." and ``done:<action>`` for each successful interaction; one status update
 (location, holding, next subgoal) when it changed.
 
@@ -35,7 +37,7 @@ from workbench.envs.alfworld_text import (
 )
 from .arbiter import parse_state
 
-__all__ = ["manage_bank", "intervene", "entry_id"]
+__all__ = ["manage_bank", "intervene", "entry_id", "task_requirements"]
 
 _MAX_CYCLE = 4
 
@@ -56,6 +58,22 @@ def _state_input(inp: ProactiveInput) -> StateParserInput:
                             history=tuple(inp.window))
 
 
+def task_requirements(goal: str) -> dict[str, str]:
+    """The task description's constraints as knowledge entries (id -> content)."""
+    spec = parse_goal(goal)
+    if spec is None:
+        return {}
+    out = {}
+    if spec.transform:
+        out["task:transform"] = (f"task: the {spec.obj} must be {spec.transform}ed with the {spec.tool} before it "
+                                 f"goes in/on the {spec.recep}")
+    if spec.count == 2:
+        out["task:two"] = f"task: two {spec.obj}s must end up in/on the {spec.recep}"
+    if spec.kind == "look_at":
+        out["task:lamp"] = f"task: hold the {spec.obj} and turn on a desklamp to look at it"
+    return out
+
+
 def manage_bank(inp: ProactiveInput) -> list[ToolCall]:
     """Phase 1: the tool calls that bring the bank up to date with the window (see module docstring).
 
@@ -65,6 +83,8 @@ def manage_bank(inp: ProactiveInput) -> list[ToolCall]:
     before_k = {e.id: e.content for e in inp.bank.knowledge}
     before_p = {e.id: e.content for e in inp.bank.procedural}
     know, proc = dict(before_k), dict(before_p)
+    for k, v in task_requirements(inp.goal).items():
+        know.setdefault(k, v)
     for action, obs in _pairs(inp):
         a = parse_action(action)
         if is_failure(obs):

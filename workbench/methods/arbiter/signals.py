@@ -28,7 +28,8 @@ Item relevance:
                  holding), else 0.05 (it does not apply here)
     task_state   eta = rec(i, t)
     episodic     eta = 0.4 sim(i, g_t) + 0.3 rec(i, t) + 0.3 abnormal_t u(i)
-    reference    eta = 1 if K(i) meets K(N_t); the room inventory 0.8 while N_t is non-empty (else 0.3);
+    reference    eta = 1 if K(i) meets K(N_t); the room inventory 0.8 while N_t is non-empty or the subgoal names
+                 one of its receptacles ("clean the apple with the sinkbasin"), else 0.3;
                  otherwise 0.6 sim(i, g_t) + 0.4 [i is about the current location]
 
 The no-signals ablation (:class:`FixedSignals`) replaces the dynamic bank-level signals with a fixed
@@ -170,8 +171,9 @@ class DynamicSignals:
         if item.bank == "reference":
             if item_keys(item) & need_keys(s):
                 return 1.0
-            if len(item.entities) > 2:  # the room inventory: where to look
-                return 0.8 if s.information_needs else 0.3
+            if len(item.entities) > 2:  # the room inventory: where to look, or where the subgoal's receptacle is
+                names_target = bool(item_keys(item) & frozenset(bm25_tokens(s.subgoal)))
+                return 0.8 if s.information_needs or names_target else 0.3
             here = normalize(s.location or "")
             about_here = bool(here) and any(normalize(e) == here for e in item.entities)
             return 0.6 * sim(item, goal_keys(s)) + 0.4 * about_here
