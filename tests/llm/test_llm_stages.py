@@ -51,6 +51,7 @@ def payloads() -> dict[str, object]:
         "proactive_update": ProactiveInput(goal=GOAL, step=0, window=fail.steps[:1],
                                            current_observation=fail.steps[1].observation),
         "proactive_intervene": ProactiveInput(goal=GOAL, step=0, window=fail.steps[:1]),
+        "proactive_advise": ProactiveInput(goal=GOAL, step=0, window=fail.steps[:1]),
     }
 
 
@@ -101,6 +102,12 @@ def test_the_memory_agents_window_is_labelled_with_the_steps_it_holds() -> None:
     user = msgs[1].content
     assert "[step 5]\nObservation: obs 5" in user and "[step 7]\nObservation: obs 7" in user
     assert "[step 8]" not in user
+
+
+def test_the_advisor_prompt_shows_no_bank() -> None:
+    msgs, _ = render_stage("proactive_advise", payloads()["proactive_advise"])
+    text = "\n".join(m.content for m in msgs)
+    assert "Memory bank" not in text and "no memory bank" in text and "Recent steps" in text
 
 
 def test_template_rendering_is_strict(tmp_path) -> None:

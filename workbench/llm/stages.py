@@ -183,6 +183,9 @@ for _stage in (
           lambda p: {"goal": p.goal, "history": _steps(p.history), "observation": p.observation},
           output_model=ParsedState),
     Stage("proactive_update", "proactive_update", ProactiveInput, _proactive, tools=PROACTIVE_TOOLS),
+    Stage("proactive_advise", "proactive_advise", ProactiveInput,
+          lambda p: {k: v for k, v in _proactive(p).items() if k != "bank"}, output_model=Intervention,
+          max_tokens=192),
     Stage("proactive_intervene", "proactive_intervene", ProactiveInput, _proactive, output_model=Intervention,
           max_tokens=256),
 ):

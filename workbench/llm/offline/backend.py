@@ -50,6 +50,7 @@ OFFLINE_ALGORITHMS: dict[str, tuple[type[BaseModel], Callable[[Any], Any]]] = {
     "arbiter_state_parser": (StateParserInput, parse_state),
     "proactive_update": (ProactiveInput, manage_bank),
     "proactive_intervene": (ProactiveInput, intervene),
+    "proactive_advise": (ProactiveInput, intervene),  # the same algorithm, given no bank (the advisor has none)
 }
 
 

@@ -68,7 +68,8 @@ def sft_examples(traj: Trajectory, window: int = WINDOW) -> list[dict]:
         if traj.meta.get("memory_policy") in ("proactive", "proactive-always", "proactive-advisor") and not rec.get(
                 "phase2_error"):
             p2 = payload()
-            msgs = _messages("proactive_intervene", p2)
+            advisor = traj.meta.get("memory_policy") == "proactive-advisor"
+            msgs = _messages("proactive_advise" if advisor else "proactive_intervene", p2)
             said = None if rec.get("fallback") else rec.get("reminder")  # always-on's fallback is not the agent's
             msgs.append({"role": "assistant", "content": json.dumps({"reminder": said})})
             out.append({"messages": msgs, "phase": 2, **meta})

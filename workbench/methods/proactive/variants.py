@@ -30,9 +30,9 @@ __all__ = ["ProactiveVariant", "get_variant", "list_variants", "register_variant
 VARIANTS_TOP_K = 3  # entries / past steps a fallback or retrieval reminder quotes
 
 
-def _phase2(policy, step: int, rec: dict, bank: BankView) -> str | None:
+def _phase2(policy, step: int, rec: dict, bank: BankView, stage: str = "proactive_intervene") -> str | None:
     try:
-        return policy.timed_stage("proactive_intervene", policy.payload(step, bank), rec).reminder
+        return policy.timed_stage(stage, policy.payload(step, bank), rec).reminder
     except LLMOutputError as e:
         rec["errors"].append({"phase": 2, "error": type(e).__name__, "reason": e.reason})
         rec["phase2_error"] = True  # no reminder is injected, but it is no decision to stay silent
@@ -77,12 +77,13 @@ class Passive:
 
 
 class Advisor:
-    """Advisor-only: phase 2 without a bank."""
+    """Advisor-only: phase 2 without a bank, through its own prompt (``proactive_advise``: advice from the task and
+    the recent steps; the memory agent's prompt would ask for reminders "drawn from the memory bank")."""
 
     every_step = False
 
     def speak(self, policy, step: int, rec: dict) -> tuple[str | None, str]:
-        return _phase2(policy, step, rec, BankView()), "Reminder"
+        return _phase2(policy, step, rec, BankView(), stage="proactive_advise"), "Reminder"
 
 
 class Retrieval:
