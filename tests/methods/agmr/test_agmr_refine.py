@@ -131,6 +131,27 @@ def test_a_refiner_that_deletes_a_used_segment_is_refused_whatever_the_backend(t
     assert base.get("valid_train/tomato/t1") == entry()  # nothing was played or committed
 
 
+def test_a_failure_edit_may_touch_only_the_supporting_segment_and_supported_distractors(tmp_path, monkeypatch):
+    from workbench.llm import SegmentEdit
+    from workbench.llm.inputs import FailureRefinerInput
+    from workbench.llm.offline.backend import OFFLINE_ALGORITHMS
+    from workbench.llm.schemas import Refinement
+
+    def stray(inp):  # an LLM refiner that also rewrites a segment nobody attended to
+        i = inp.reflection.supporting_segment
+        return Refinement(pattern="missed_relevant", target_segment=i, edits=(
+            SegmentEdit(index=i, op="replace", text="Thought: KEY STEP\nAction: " + inp.memory.segments[i].action),
+            SegmentEdit(index=5, op="replace", text="Thought: unrelated\nAction: " + inp.memory.segments[5].action)),
+            rationale="r")
+
+    monkeypatch.setitem(OFFLINE_ALGORITHMS, "refiner_failure", (FailureRefinerInput, stray))
+    base = make_base(tmp_path)
+    rec = ScriptedRefiner(base, [(False, WRONG, _rows(6, 3, strong=(1,)))], max_attempts=1).refine_task(
+        TASK, "put a apple in fridge.")
+    assert rec.outcome == "error" and "edits segments [5]" in rec.attempts[0].error
+    assert base.get("valid_train/tomato/t1") == entry()
+
+
 def test_without_the_refiner_a_failure_always_gets_the_in_place_correction(tmp_path):
     base = make_base(tmp_path)
     rec = ScriptedRefiner(base, [(False, WRONG, _rows(6, 3, strong=(1, 4))), (True, RIGHT, None)],

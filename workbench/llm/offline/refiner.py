@@ -141,6 +141,7 @@ def refine_failure(inp: FailureRefinerInput) -> Refinement:
         rivals = sorted((k for k in range(len(segs)) if k != i), key=lambda k: (-inp.utilization[k], k))[:MAX_DISTRACTORS]
         edits = [SegmentEdit(index=i, op="replace", text=_with_thought(target, thought))]
         edits += [_scope_edit(segs, d, kind, r) for d in rivals]
+        distractors = tuple(rivals)
         why += "; the edit was already made, so it is escalated (cue + correction, the strongest rivals scoped)"
     return Refinement(pattern=pattern, target_segment=i, distractor_segments=distractors, edits=tuple(edits),
                       rationale=why)

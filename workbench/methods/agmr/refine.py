@@ -304,7 +304,22 @@ class Refiner:
         else:
             out = self._stage("reflector_edit_failure", DirectFailureEditInput(memory=memory, reflection=refl))
         info["refinement"] = out.model_dump()
-        return self._candidate(memory, out.edits), info
+        cand = self._candidate(memory, out.edits)  # an edit that cannot be applied fails here first
+        # The paper's edits, whatever the backend: the supporting segment s_i and, for AGMR, distractors the column
+        # supports (the rule's, or among the most-attended other segments), nothing else.
+        from workbench.llm.offline.refiner import MAX_DISTRACTORS
+
+        i = refl.supporting_segment
+        allowed = {i}
+        if self.config.variant == "agmr":
+            top = sorted((k for k in range(len(column)) if k != i), key=lambda k: (-column[k], k))[:MAX_DISTRACTORS]
+            allowed |= set(rule.distractors) | set(top)
+        bad = sorted({e.index for e in out.edits} - allowed)
+        if bad:
+            raise RefinementError(f"refiner: edits segments {bad}; a failure edit may touch the supporting segment "
+                                  f"{i}" + (" and distractors the C column supports " if len(allowed) > 1 else "")
+                                  + f"(allowed: {sorted(allowed)})")
+        return cand, info
 
     def _success_edit(self, memory: MemoryEntry, run: _Run) -> tuple[MemoryEntry | None, dict]:
         from workbench.llm import DirectSuccessEditInput, ReflectorInput, SuccessRefinerInput
