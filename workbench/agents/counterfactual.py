@@ -11,9 +11,6 @@ records:
     tv                  total-variation distance between the two distributions (0: the reminder moved nothing)
     changed             the reminder changed the choice
 
-p_action - p_action_without is biased upward: the action is the argmax *with* the reminder, so even an
-irrelevant sentence shows a positive mean; p_alt_without - p_alt_with is biased the same way for the other
-choice. ``tv`` is symmetric and selection-free: the summary reports all three.
     mentions            admissible commands the reminder names verbatim
     followed            the choice did what the reminder said, by a stated rule: a warning (the reminder says
                         stop / avoid / already / failed / do not / don't / never) is followed when the chosen action
@@ -21,6 +18,10 @@ choice. ``tv`` is symmetric and selection-free: the summary reports all three.
                         when the chosen action is one of them; None when it names no command. For reminders that
                         quote the past (general retrieval, the passive bank) "followed" only means repeating a
                         quoted command: read it for the memory agent's own reminders
+
+p_action - p_action_without is biased upward: the action is the argmax *with* the reminder, so even an
+irrelevant sentence shows a positive mean; p_alt_without - p_alt_with is biased the same way for the other
+choice. ``tv`` is symmetric and selection-free: the summary reports all three.
 
 Retrieval heads' attention to the reminder span needs the attention instruments (``workbench.attention``) and
 the prompt's ``reminder`` span; this module only re-scores.

@@ -225,7 +225,8 @@ def check_resume(cfg: RunConfig, resume: bool) -> set[str]:
     if cfg_path.exists():
         try:
             # fields added since a folder was written take their defaults (e.g. dtype: float32)
-            old = RunConfig(out="").identity() | json.loads(cfg_path.read_text()).get("run", {})
+            saved = json.loads(cfg_path.read_text())
+            old = RunConfig(out="").identity() | saved.get("run", {})
         except (json.JSONDecodeError, AttributeError) as e:
             raise ValueError(f"{cfg_path}: not a run config ({e}); move it away or use a new --out") from None
         if not resume:
@@ -234,7 +235,7 @@ def check_resume(cfg: RunConfig, resume: bool) -> set[str]:
         elif old != cfg.identity():
             diff = {k: (old.get(k), v) for k, v in cfg.identity().items() if old.get(k) != v}
             raise ValueError(f"{cfg_path}: --resume with different parameters {diff}; use a new --out")
-        elif cfg.memory_base and (then := json.loads(cfg_path.read_text()).get("memory_base_digest")):
+        elif cfg.memory_base and (then := saved.get("memory_base_digest")):
             now = memory_base_digest(cfg)
             if now != then:
                 raise ValueError(f"{cfg_path}: --resume, but the memory base {cfg.memory_base} changed since this run "

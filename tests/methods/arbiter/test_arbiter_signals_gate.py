@@ -36,10 +36,10 @@ def test_only_a_failed_outcome_is_abnormal_and_only_failure_events_gain_recovery
     # action that worked is no abnormal outcome, and an ordinary event gains nothing from it
     ev = item("E1", "episodic", "Step 1: 'go to shelf 1' -> ok.", "go to shelf 1: saw bowl 1", ("shelf 1",),
               about="go to shelf 1")
-    looping = ctx(repeated=True, action_counts={"go to shelf 1": 2})
+    looping = ctx(repeated=True)
     assert SIG.demand({"episodic": [ev]}, looping)["episodic"] == SIG.demand({"episodic": [ev]}, ctx())["episodic"]
     assert SIG.demand({"constraint": []}, looping)["constraint"] == 0.0
-    assert SIG.relevance(ev, ctx(failed=True, action_counts={"go to shelf 1": 2}), "dynamic") == pytest.approx(
+    assert SIG.relevance(ev, ctx(failed=True, repeated=True), "dynamic") == pytest.approx(
         SIG.relevance(ev, ctx(), "dynamic"))
 
 

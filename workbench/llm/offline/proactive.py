@@ -35,7 +35,7 @@ from workbench.envs.alfworld_text import (
     parse_goal,
     sightings,
 )
-from .arbiter import parse_state
+from .arbiter import _PAST, parse_state
 
 __all__ = ["manage_bank", "intervene", "entry_id", "task_requirements"]
 
@@ -65,7 +65,7 @@ def task_requirements(goal: str) -> dict[str, str]:
         return {}
     out = {}
     if spec.transform:
-        out["task:transform"] = (f"task: the {spec.obj} must be {spec.transform}ed with the {spec.tool} before it "
+        out["task:transform"] = (f"task: the {spec.obj} must be {_PAST[spec.transform]} with the {spec.tool} before it "
                                  f"goes in/on the {spec.recep}")
     if spec.count == 2:
         out["task:two"] = f"task: two {spec.obj}s must end up in/on the {spec.recep}"

@@ -106,6 +106,25 @@ def _scope_edit(segs: Sequence[Segment], d: int, kind: str, r: FailureReflection
     return SegmentEdit(index=d, op="replace", text=_with_thought(seg, _add_note(seg.thought, note)))
 
 
+def key_step_cue(goal: str, target: Segment, kind: str) -> str:
+    """The salience cue put first in the target segment's thought."""
+    return f"KEY STEP for '{goal}': next do '{target.action}' (the '{kind}' step); do not skip it."
+
+
+def escalated_target_edit(segs: Sequence[Segment], r: FailureReflection, goal: str) -> SegmentEdit:
+    """The target with both the in-place correction and the salience cue: a retry's edit when the plain one is
+    already made."""
+    i, kind = r.supporting_segment, parse_action(r.correct_action).template
+    corrected = parse_segment_text(correction_edit(segs, r).text or "")
+    thought = _add_note(corrected.thought, key_step_cue(goal, segs[i], kind), first=True)
+    return SegmentEdit(index=i, op="replace", text=_with_thought(segs[i], thought))
+
+
+def strongest_rivals(column: Sequence[float], i: int) -> list[int]:
+    """The ``MAX_DISTRACTORS`` most-attended segments of a column other than ``i`` (ties: the earlier one)."""
+    return sorted((k for k in range(len(column)) if k != i), key=lambda k: (-column[k], k))[:MAX_DISTRACTORS]
+
+
 def _changes(segs: Sequence[Segment], edits: Sequence[SegmentEdit]) -> bool:
     return any(e.op != "replace" or parse_segment_text(e.text or "") != segs[e.index] for e in edits)
 
@@ -123,7 +142,7 @@ def refine_failure(inp: FailureRefinerInput) -> Refinement:
     pattern, distractors = diagnose(inp.utilization, i, inp.scale)
     target = segs[i]
     kind = parse_action(r.correct_action).template
-    cue = f"KEY STEP for '{goal}': next do '{target.action}' (the '{kind}' step); do not skip it."
+    cue = key_step_cue(goal, target, kind)
     if pattern == "attended_but_wrong":
         edits = [correction_edit(segs, r)]
         why = f"segment {i} was the most attended at step {r.critical_step} but the agent still erred"
@@ -136,10 +155,8 @@ def refine_failure(inp: FailureRefinerInput) -> Refinement:
             edits += [_scope_edit(segs, d, kind, r) for d in distractors]
             why = f"segments {list(distractors)} drew attention comparable to segment {i}"
     if not _changes(segs, edits):
-        corrected = parse_segment_text(correction_edit(segs, r).text or "")
-        thought = _add_note(corrected.thought, cue, first=True)
-        rivals = sorted((k for k in range(len(segs)) if k != i), key=lambda k: (-inp.utilization[k], k))[:MAX_DISTRACTORS]
-        edits = [SegmentEdit(index=i, op="replace", text=_with_thought(target, thought))]
+        rivals = strongest_rivals(inp.utilization, i)
+        edits = [escalated_target_edit(segs, r, goal)]
         edits += [_scope_edit(segs, d, kind, r) for d in rivals]
         distractors = tuple(rivals)
         why += "; the edit was already made, so it is escalated (cue + correction, the strongest rivals scoped)"
@@ -175,12 +192,7 @@ def direct_edit_failure(inp: DirectFailureEditInput) -> DirectEdit:
     edits = [correction_edit(segs, r)]
     why = f"segment {r.supporting_segment} should have led to '{r.correct_action}'"
     if not _changes(segs, edits):
-        target = segs[r.supporting_segment]
-        kind = parse_action(r.correct_action).template
-        cue = f"KEY STEP for '{inp.memory.goal}': next do '{target.action}' (the '{kind}' step); do not skip it."
-        corrected = parse_segment_text(edits[0].text or "")
-        edits = [SegmentEdit(index=r.supporting_segment, op="replace",
-                             text=_with_thought(target, _add_note(corrected.thought, cue, first=True)))]
+        edits = [escalated_target_edit(segs, r, inp.memory.goal)]
         why += "; the correction was already made, so it is escalated (cue + correction)"
     return DirectEdit(edits=tuple(edits), rationale=why)
 

@@ -177,12 +177,17 @@ def _diff(entry: MemoryEntry, cand: MemoryEntry, n: int) -> str:
     return entry_diff(entry, cand, labels=(f"{entry.entry_id}@v{entry.version}", f"{entry.entry_id}@candidate-{n}"))
 
 
-def _diagnosed(final: dict, info: dict) -> None:
-    """Keep the latest diagnosis of a failure-branch attempt (its refiner and rule patterns), where it has one."""
-    if info.get("pattern"):
-        final["final_pattern"] = info["pattern"]
-    if (info.get("rule") or {}).get("pattern"):
-        final["final_rule_pattern"] = info["rule"]["pattern"]
+def _patterns(attempts: Sequence[Attempt]) -> dict:
+    """A failure branch's diagnoses, as its TaskRecord holds them: the refiner's and the rule's pattern of the
+    first attempt that got through its stages, and of the last attempt that had one (the final iteration)."""
+    def rule(a: Attempt) -> str | None:
+        return (a.rule or {}).get("pattern")
+
+    through = [a for a in attempts if not a.error]
+    return {"first_pattern": next((a.pattern for a in through if a.pattern), None),
+            "first_rule_pattern": next((rule(a) for a in through if rule(a)), None),
+            "final_pattern": next((a.pattern for a in reversed(attempts) if a.pattern), None),
+            "final_rule_pattern": next((rule(a) for a in reversed(attempts) if rule(a)), None)}
 
 
 def _reward(traj: Trajectory) -> float:
@@ -307,13 +312,12 @@ class Refiner:
         cand = self._candidate(memory, out.edits)  # an edit that cannot be applied fails here first
         # The paper's edits, whatever the backend: the supporting segment s_i and, for AGMR, distractors the column
         # supports (the rule's, or among the most-attended other segments), nothing else.
-        from workbench.llm.offline.refiner import MAX_DISTRACTORS
+        from workbench.llm.offline.refiner import strongest_rivals
 
         i = refl.supporting_segment
         allowed = {i}
         if self.config.variant == "agmr":
-            top = sorted((k for k in range(len(column)) if k != i), key=lambda k: (-column[k], k))[:MAX_DISTRACTORS]
-            allowed |= set(rule.distractors) | set(top)
+            allowed |= set(rule.distractors) | set(strongest_rivals(column, i))
         bad = sorted({e.index for e in out.edits} - allowed)
         if bad:
             raise RefinementError(f"refiner: edits segments {bad}; a failure edit may touch the supporting segment "
@@ -331,7 +335,6 @@ class Refiner:
             out = self._stage("refiner_success", SuccessRefinerInput(memory=memory, reflection=refl, utilization=rows,
                                                                      weak_rule=self.config.weak_rule))
             info["pattern"] = out.pattern
-            info["refinement"] = out.model_dump()
             # The paper's constraint, whatever the backend: a segment is deleted only if the reflector called it
             # redundant and C shows it weakly used (an LLM refiner may propose more; the offline one never does).
             from workbench.llm.offline.refiner import weakly_utilized
@@ -366,8 +369,6 @@ class Refiner:
         typed = (RefinementError, LLMOutputError, ValidationError)
         if not first.traj.success:
             memory, run = entry, first
-            first_pattern = first_rule = None
-            final = {"final_pattern": None, "final_rule_pattern": None}
             for n in range(1, self.config.max_attempts + 1):
                 info: dict = {}
                 try:
@@ -376,11 +377,7 @@ class Refiner:
                     attempts.append(Attempt(n=n, error=_error(e), reflection=info.get("reflection"),
                                             rule=info.get("rule"), refinement=info.get("refinement"),
                                             pattern=info.get("pattern")))
-                    _diagnosed(final, info)
                     continue
-                first_pattern = first_pattern or info.get("pattern")
-                first_rule = first_rule or (info.get("rule") or {}).get("pattern")
-                _diagnosed(final, info)
                 verify = self.execute(task, cand, len(runs), entry.version, candidate=True)
                 runs.append(verify.execution.id)
                 gain = _reward(verify.traj) - _reward(first.traj)
@@ -392,13 +389,11 @@ class Refiner:
                                   success=verify.traj.success, reward_gain=gain)
                 attempts.append(attempt)
                 if ok:
-                    return self._commit(task, entry, cand, "failure", attempts, runs, common,
-                                        first_pattern=first_pattern, first_rule=first_rule, final=final)
+                    return self._commit(task, entry, cand, "failure", attempts, runs, common)
                 memory, run = cand, verify
             return TaskRecord(**common, branch="failure", outcome="discarded" if any(a.execution for a in attempts)
                               else "error", attempts=tuple(attempts), executions=tuple(runs),
-                              first_pattern=first_pattern, first_rule_pattern=first_rule, **final,
-                              segments_after=len(entry.segments), tokens_after=common["tokens_before"])
+                              **_patterns(attempts), segments_after=len(entry.segments), tokens_after=common["tokens_before"])
         try:
             cand, info = self._success_edit(entry, first)
         except typed as e:
@@ -423,9 +418,9 @@ class Refiner:
                           tokens_after=common["tokens_before"])
 
     def _commit(self, task: Any, entry: MemoryEntry, cand: MemoryEntry, branch: str, attempts: list[Attempt],
-                runs: list[str], common: dict, first_pattern: str | None = None,
-                first_rule: str | None = None, final: dict | None = None) -> TaskRecord:
+                runs: list[str], common: dict) -> TaskRecord:
         last = attempts[-1]
+        patterns = _patterns(attempts) if branch == "failure" else {}
         pattern = last.pattern or ("low_utilization_redundancy" if branch == "success" and self.config.variant ==
                                    "agmr" else None)
         rule = last.rule or {}
@@ -437,14 +432,13 @@ class Refiner:
             if rule else None,
             "diff": last.diff, "verification": [last.execution], "executions": list(runs),
             "backend": getattr(self.backend, "name", str(self.backend)), "model": self.config.model,
-            "first_pattern": first_pattern, "first_rule_pattern": first_rule, **(final or {}),
+            **(patterns or {"first_pattern": None, "first_rule_pattern": None}),
         }
         stored = self.base.commit(cand.model_copy(update={"version": entry.version}),
                                   reason=f"agmr {branch}: {pattern or 'edit'} (verified on {task.task_id})",
                                   provenance=provenance)
         return TaskRecord(**common, branch=branch, outcome="committed", committed_version=stored.version,
-                          first_pattern=first_pattern, first_rule_pattern=first_rule, committed_pattern=pattern,
-                          **(final or {}),
+                          committed_pattern=pattern, **patterns,
                           attempts=tuple(attempts), executions=tuple(runs), segments_after=len(stored.segments),
                           tokens_after=memory_tokens(stored))
 

@@ -26,7 +26,6 @@ episodic event) at this step, so a run folder alone rebuilds every step's memory
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
 from workbench.agents.policy import MemoryBlock
@@ -109,8 +108,7 @@ class ArbiterPolicy:
         log = self._write(step, state, errors)
         ctx = Context(step=step, state=state, previous_subgoal=prev_subgoal, previous_action=self._prev_action,
                       failed=self._failed and self._prev_action is not None,
-                      repeated=bool(self._actions) and self._actions[-1] in self._actions[:-1],
-                      action_counts=Counter(self._actions))
+                      repeated=bool(self._actions) and self._actions[-1] in self._actions[:-1])
         block, record = self._arbitrate(ctx, log, errors)
         self._state = state
         self._last_block, self._last_step = block, step

@@ -33,15 +33,14 @@ Item relevance:
                  otherwise 0.6 sim(i, g_t) + 0.4 [i is about the current location]
 
 The no-signals ablation (:class:`FixedSignals`) replaces the dynamic bank-level signals with a fixed
-allocation (the paper's wording): constant bank weights; item relevance stays the method's. The no-banks pool (:class:`PoolSignals`) has one demand (1) and one relevance rule for
-every item: 0.5 sim + 0.5 rec (tau 6).
+allocation (the paper's wording): constant bank weights; item relevance stays the method's. The no-banks pool
+(:class:`PoolSignals`) has one demand (1) and one relevance rule for every item: 0.5 sim + 0.5 rec (tau 6).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
 from workbench.envs.alfworld_text import entity_type, is_failure, normalize
@@ -69,7 +68,6 @@ class Context:
         previous_action: a_{t-1} (None at t = 0).
         failed: a_{t-1} was answered "Nothing happens.".
         repeated: a_{t-1} was already taken before, earlier in the episode.
-        action_counts: how often each (normalised) action has been taken so far.
     """
 
     step: int
@@ -78,7 +76,6 @@ class Context:
     previous_action: str | None = None
     failed: bool = False
     repeated: bool = False
-    action_counts: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def abnormal(self) -> bool:
