@@ -1,6 +1,7 @@
 """Model loading: parity with plain transformers, clear errors, no downloads."""
 
 import os
+from pathlib import Path
 
 import pytest
 import torch
@@ -39,3 +40,35 @@ def test_bridge_logits_match_plain_transformers_from_the_gguf(smollm):
     print(f"logit parity, 200 tokens: max|diff| = {diff:.3e}")
     assert diff < 1e-4
     assert smollm.n_heads == 9 and smollm.n_key_value_heads == 3 and smollm.n_layers == 30
+
+
+def _build_slowly(out: str, log: str) -> None:
+    import time
+
+    from workbench.models.registry import cached_model_folder
+
+    def build(tmp):
+        with open(log, "a") as fh:
+            fh.write("built\n")
+        (tmp / "config.json").write_text("{}")
+        time.sleep(0.5)  # the other process asks while this one is still writing
+        (tmp / "model.safetensors").write_bytes(b"weights")
+
+    cached_model_folder(Path(out), build)
+
+
+def test_cached_model_folder_is_built_once_when_two_processes_ask_at_once(tmp_path):
+    """A sweep's workers on a fresh machine load the same model at once: one builds, the other waits for it."""
+    import multiprocessing
+
+    out, log = tmp_path / "models" / "m", tmp_path / "builds.log"
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_build_slowly, args=(str(out), str(log))) for _ in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    assert [p.exitcode for p in procs] == [0, 0]
+    assert log.read_text() == "built\n"
+    assert (out / "model.safetensors").read_bytes() == b"weights"
+    assert sorted(x.name for x in out.parent.iterdir()) == ["m", "m.lock"]  # no temporary folder left behind

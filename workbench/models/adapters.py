@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 from pathlib import Path
 
 import torch
 
-from workbench.models.registry import ModelSpec, cache_root, get_model_spec
+from workbench.models.registry import ModelSpec, cache_root, cached_model_folder, get_model_spec
 
 __all__ = ["adapter_dir", "adapter_hash", "load_with_adapter", "ADAPTER_FILES"]
 
@@ -78,21 +77,17 @@ def load_with_adapter(spec: ModelSpec) -> tuple[Path, str, str]:
     digest = adapter_hash(folder)
     out = cache_root() / "models" / f"{spec.name}-{digest}"
     source = f"adapter:{spec.adapter}@{digest} merged into {spec.base}"
-    if (out / "config.json").exists() and any(out.glob("*.safetensors")):
-        return out, base.hf_id, source
 
-    from peft import PeftModel
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    def merge(tmp: Path) -> None:
+        from peft import PeftModel
+        from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    base_dir, base_source = _base_folder(base)
-    model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.float32)
-    merged = PeftModel.from_pretrained(model, folder).merge_and_unload()
-    tmp = out.with_name(out.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    merged.save_pretrained(tmp)
-    AutoTokenizer.from_pretrained(base_dir).save_pretrained(tmp)
-    (tmp / "workbench_source.json").write_text(json.dumps(
-        {"adapter": str(folder), "adapter_hash": digest, "base": spec.base, "base_source": base_source}))
-    shutil.rmtree(out, ignore_errors=True)
-    tmp.rename(out)  # atomic: a killed merge never leaves a half-written cache
+        base_dir, base_source = _base_folder(base)
+        model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=torch.float32)
+        PeftModel.from_pretrained(model, folder).merge_and_unload().save_pretrained(tmp)
+        AutoTokenizer.from_pretrained(base_dir).save_pretrained(tmp)
+        (tmp / "workbench_source.json").write_text(json.dumps(
+            {"adapter": str(folder), "adapter_hash": digest, "base": spec.base, "base_source": base_source}))
+
+    cached_model_folder(out, merge)
     return out, base.hf_id, source

@@ -17,7 +17,8 @@ os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
 
 import torch
 
-from workbench.models.registry import ModelSpec, cache_root, get_model_spec, list_models, packaged_gguf_path
+from workbench.models.registry import (ModelSpec, cache_root, cached_model_folder, get_model_spec, list_models,
+                                       packaged_gguf_path)
 
 __all__ = ["LoadedModel", "load_model", "ModelNotFoundError"]
 
@@ -84,28 +85,23 @@ def _dtype(dtype: str | torch.dtype) -> torch.dtype:
 def _dequantized_dir(spec: ModelSpec) -> Path:
     """fp32 safetensors of a packaged GGUF, made once (GGUF dequantisation takes seconds every time)."""
     out = cache_root() / "models" / spec.name
-    if (out / "config.json").exists() and any(out.glob("*.safetensors")):
-        return out
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    dist, fname = spec.gguf  # type: ignore[misc]
-    gguf = packaged_gguf_path(dist, fname)
-    tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
-    # transformers dequantizes GGUF tensors on load; only the bookkeeping still says "quantized".
-    model.hf_quantizer = None
-    if hasattr(model.config, "quantization_config"):
-        del model.config.quantization_config
-    tmp = out.with_name(out.name + ".tmp")
-    import shutil
+    def dequantize(tmp: Path) -> None:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp)
-    tok.save_pretrained(tmp)
-    (tmp / "workbench_source.json").write_text(json.dumps({"gguf": str(gguf), "distribution": dist}))
-    shutil.rmtree(out, ignore_errors=True)
-    tmp.rename(out)  # atomic: a killed dequantisation never leaves a half-written cache
-    return out
+        dist, fname = spec.gguf  # type: ignore[misc]
+        gguf = packaged_gguf_path(dist, fname)
+        tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+        # transformers dequantizes GGUF tensors on load; only the bookkeeping still says "quantized".
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        model.save_pretrained(tmp)
+        tok.save_pretrained(tmp)
+        (tmp / "workbench_source.json").write_text(json.dumps({"gguf": str(gguf), "distribution": dist}))
+
+    return cached_model_folder(out, dequantize)
 
 
 def _resolve_path(name_or_path: str) -> tuple[Path, str, str]:

@@ -6,12 +6,17 @@ HF directory or the id of a model already in the local HF cache (``HF_HUB_OFFLIN
 
 from __future__ import annotations
 
+import fcntl
 import importlib.metadata
 import os
+import shutil
+import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["DEFAULT_AGENT", "ModelSpec", "register_model", "get_model_spec", "list_models", "packaged_gguf_path", "cache_root"]
+__all__ = ["DEFAULT_AGENT", "ModelSpec", "register_model", "get_model_spec", "list_models", "packaged_gguf_path", "cache_root",
+           "cached_model_folder"]
 
 
 @dataclass(frozen=True)
@@ -81,6 +86,32 @@ def cache_root() -> Path:
     """Where derived artefacts (dequantized weights, embeddings) are cached: ``$WORKBENCH_CACHE`` or
     ``~/.cache/workbench``."""
     return Path(os.environ.get("WORKBENCH_CACHE", Path.home() / ".cache" / "workbench"))
+
+
+def cached_model_folder(out: Path, build: Callable[[Path], None]) -> Path:
+    """``out``, a model folder (``config.json`` + safetensors) that ``build(folder)`` writes once.
+
+    ``build`` fills a private temporary folder that is renamed to ``out``, so a killed build never leaves a
+    half-written cache. Processes that ask at once (a sweep's workers on a fresh machine) take turns on
+    ``<out>.lock``: the first builds, the others wait and find the folder.
+    """
+    def ready() -> bool:
+        return (out / "config.json").exists() and any(out.glob("*.safetensors"))
+
+    if ready():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out.with_name(out.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not ready():
+            tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp"))
+            try:
+                build(tmp)
+                shutil.rmtree(out, ignore_errors=True)
+                tmp.rename(out)
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+    return out
 
 
 register_model(
