@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PROFILE ?= default
 PYTEST_ARGS ?=
 
-.PHONY: install install-server install-browser reproduce test test-fast lab train-agent train-agent-v2 train-agent-v2-expert-only eval-agent-v2 clean-venv
+.PHONY: install install-server install-browser reproduce test test-fast lab train-agent train-agent-v2 train-agent-v2-expert-only eval-agent-v2 dtype-table clean-venv
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -114,6 +114,16 @@ eval-agent-v2: install
 		--table-conditions none icl traj flat-recency flat-retrieval arbiter arbiter-no-banks arbiter-no-signals \
 		arbiter-no-gate proactive proactive-passive proactive-always proactive-advisor proactive-retrieval \
 		--table-title "valid_seen 0:140:7, teacher forcing under every training layout: v1 vs v2"
+
+# bfloat16 vs float32 (issue 13): the default agent's none and Traj on all 134 valid_unseen tasks in both dtypes
+# (the float32 folders are those of eval-agent-v2's first grid), paired by task and by teacher-forced step. Play
+# the bfloat16 grid only where bf16 has native kernels (a GPU, or AVX512-BF16 / AMX; on AVX2 it is ~6x slower).
+dtype-table: install
+	OMP_NUM_THREADS=1 $(BIN)/workbench sweep grids/bf16_valid_unseen.yaml --workers 2
+	OMP_NUM_THREADS=1 $(BIN)/workbench sweep grids/valid_unseen_default_agent.yaml --workers 2 --only none traj
+	$(BIN)/python benchmarks/agent_eval.py --table reports/tables/dtype_valid_unseen.md --runs runs/full/01_baselines \
+		--table-models $(V1) $(V1)-bf16 --table-conditions none traj --table-model-pairs $(V1)-bf16:$(V1) \
+		--table-compare-dtypes --table-title "valid_unseen, all 134 tasks: the default agent in bfloat16 vs float32"
 
 lab: install
 	$(BIN)/jupyter lab notebooks/

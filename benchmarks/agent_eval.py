@@ -110,6 +110,8 @@ def main() -> None:
     ap.add_argument("--table-model-pairs", nargs="*", default=[], metavar="A:B",
                     help="with --table/--card: models compared under each condition, paired (e.g. "
                     "smollm2-135m-alfworld-v2:smollm2-135m-alfworld)")
+    ap.add_argument("--table-compare-dtypes", action="store_true", help="with --table: the compared variable is the "
+                    "dtype (rows of float32 and bfloat16 folders, with a dtype column)")
     ap.add_argument("--table-title", default="valid_unseen: memory conditions")
     ap.add_argument("--table-notes", metavar="NOTES_MD", help="with --table: markdown put between the command and "
                     "the tables (how the run folders were made), kept in a file so a regenerated table keeps it")
@@ -123,7 +125,8 @@ def main() -> None:
         try:
             text = write_table(out, Path(a.runs or "runs/full/01_baselines"), a.table_models, a.table_conditions,
                                a.table_title, " ".join(["python", *sys.argv]), notes, a.table_keep_absent,
-                               model_pairs=_model_pairs(a.table_model_pairs))
+                               model_pairs=_model_pairs(a.table_model_pairs),
+                               compare_dtypes=a.table_compare_dtypes)
         except (ValueError, FileNotFoundError) as e:
             raise SystemExit(f"--table: {e}") from e
         if out.parent.name == "tables" and (out.parent.parent / "index.md").exists():

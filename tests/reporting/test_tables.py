@@ -281,3 +281,25 @@ def test_models_are_paired_under_each_condition_even_when_one_is_carried(tmp_pat
     section = __import__("workbench.reporting", fromlist=["card_section"]).card_section(
         f"S={out.with_suffix('.json')}", ["v1", "v2"], ["traj"])
     assert "| traj | v2 vs v1 (episodes) |" in section
+
+
+def test_a_dtype_table_pairs_the_bf16_twin_and_counts_same_choices_right_or_wrong(tmp_path):
+    """bfloat16 vs float32 of one agent: a dtype column, paired McNemar, and the share of teacher-forced steps
+    where both chose the same action; a change between two wrong actions is a different choice although both
+    are wrong."""
+    make_folder(tmp_path, "m", "traj", [True, False, True, False], [True, False, False, True], dtype="float32")
+    bf = make_folder(tmp_path, "m-bf16", "traj", [True, True, True, False], [True, False, False, False],
+                     dtype="bfloat16")
+    tf = json.loads((bf / "teacher_forced.json").read_text())
+    tf["per_step"][1]["chosen"] = "c"  # wrong in both dtypes, but another wrong action
+    (bf / "teacher_forced.json").write_text(json.dumps(tf))
+    out = tmp_path / "dtype.md"
+    with pytest.raises(ValueError, match="mix dtypes"):
+        write_table(out, tmp_path, ["m", "m-bf16"], ["traj"], "T", "cmd", model_pairs=[("m-bf16", "m")])
+    md = write_table(out, tmp_path, ["m", "m-bf16"], ["traj"], "T", "cmd", model_pairs=[("m-bf16", "m")],
+                     compare_dtypes=True)
+    across = {r["kind"]: r for r in json.loads(out.with_suffix(".json").read_text())["paired_models"]}
+    assert across["TF steps"]["same_decision"] == 0.5  # steps 0 and 2 the same; 1 (b vs c) and 3 (a vs b) not
+    assert "same_decision" not in across["episodes"]
+    assert "| traj | m-bf16 vs m (TF steps) | 4 | 25.0% | 50.0% | -25.0 pts | 0 | 1 | 1 | 50.0% |" in md
+    assert "| m-bf16 | traj | bfloat16 |" in md and "dtype: bfloat16, float32" in md

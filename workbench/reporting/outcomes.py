@@ -24,7 +24,7 @@ from workbench.eval.compare import paired_outcomes
 from workbench.memory.trajectory import iter_jsonl_dicts
 
 __all__ = ["DEFAULT_DTYPE", "PAIRS", "Outcomes", "decode_outcomes", "encode_outcomes", "folder_dtype",
-           "folder_outcomes", "folder_table", "paired_table", "pairs_from", "read_table"]
+           "folder_decisions", "folder_outcomes", "folder_table", "same_decisions", "paired_table", "pairs_from", "read_table"]
 
 DEFAULT_DTYPE = "float32"  # what runs written before they recorded a dtype were played in
 
@@ -82,6 +82,25 @@ def folder_outcomes(root: Path, models: list[str], conds: list[str]) -> dict[tup
             if eps or steps:
                 out[(model, cond)] = eps, steps
     return out
+
+
+def folder_decisions(folder: Path) -> dict[tuple[str, int], str]:
+    """The action a run folder's agent chose at each teacher-forced step: ``{(task_id, step): chosen}`` (empty
+    without ``teacher_forced.json``)."""
+    folder = Path(folder)
+    if not (folder / "teacher_forced.json").exists():
+        return {}
+    return {(r["task_id"], r["step"]): r["chosen"] for r in read_json(folder / "teacher_forced.json").get("per_step", [])}
+
+
+def same_decisions(a: dict[tuple[str, int], str], b: dict[tuple[str, int], str]) -> dict:
+    """How often two agents chose the same action at the same teacher-forced states (``folder_decisions`` of
+    each): ``{"n": common steps, "same": steps with the same choice, "share": same / n}`` (``share`` None when
+    they share no step). Unlike paired accuracy, this counts a change between two wrong actions too: it is the
+    agreement of a bfloat16 agent with its float32 twin."""
+    common = [k for k in a if k in b]
+    same = sum(a[k] == b[k] for k in common)
+    return {"n": len(common), "same": same, "share": same / len(common) if common else None}
 
 
 def pairs_from(outcomes: dict[tuple[str, str], Outcomes], models: list[str], pairs: list[tuple[str, str]]

@@ -24,9 +24,9 @@ import time
 from pathlib import Path
 
 from workbench.memory.trajectory import atomic_write_text
-from workbench.reporting.outcomes import (DEFAULT_DTYPE, PAIRS, Outcomes, encode_outcomes, folder_outcomes,
-                                          folder_table, model_pairs_from, paired_table, pairs_from, read_json,
-                                          read_table)
+from workbench.reporting.outcomes import (DEFAULT_DTYPE, PAIRS, Outcomes, encode_outcomes, folder_decisions,
+                                          folder_outcomes, folder_table, model_pairs_from, paired_table, pairs_from,
+                                          read_json, read_table, same_decisions)
 
 __all__ = ["CARD_INTRO", "card_section", "carry_over", "check_dtypes", "rows_markdown", "table_markdown",
            "write_card", "write_table"]
@@ -134,9 +134,10 @@ def rows_markdown(rows: list[dict], paired: list[dict] = (), compare_dtypes: boo
         lines += [_paired_line(r["model"], r) for r in paired]
     if across:
         lines += ["", "Paired across models (the same condition, the same tasks / teacher-forced steps; exact "
-                  "McNemar):", "", "| memory | A vs B | items | A | B | A − B | only A | only B | p |",
-                  "|---|---|---|---|---|---|---|---|---|"]
-        lines += [_paired_line(r["memory"], r) for r in across]
+                  "McNemar; same choice: teacher-forced steps where both chose the same action, right or wrong):",
+                  "", "| memory | A vs B | items | A | B | A − B | only A | only B | p | same choice |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+        lines += [_paired_line(r["memory"], r) + f" {pct(r.get('same_decision'))} |" for r in across]
     return "\n".join(lines) + "\n"
 
 
@@ -290,6 +291,10 @@ def write_table(out: Path, root: Path, models: list[str], conds: list[str], titl
                                 f"conditions {conds}")
     dtypes = check_dtypes(rows, compare_dtypes, _sources(rows, fresh, carried, root, out.with_suffix(".json")))
     across = model_pairs_from(outcomes, conds, list(model_pairs))
+    for line in across:  # teacher-forced steps: how often the two agents chose the same action, right or wrong
+        if line["kind"] == "TF steps":
+            line["same_decision"] = same_decisions(*(folder_decisions(root / m / line["memory"])
+                                                     for m in (line["a"], line["b"])))["share"]
     text = table_markdown(rows, title, command, paired, notes, carried, compare_dtypes, across)
     record = {"rows": rows, "paired": paired, "paired_models": across, "runs": str(root), "written": time.strftime("%Y-%m-%d"),
               "carried": carried, "dtypes": dtypes, "outcomes": encode_outcomes(outcomes)}
