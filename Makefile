@@ -72,7 +72,7 @@ train-agent: install
 IT0_GAMES := 7,none=15,icl=15,traj=15,flat-recency=15,flat-retrieval=15,arbiter=9
 IT1_GAMES := 5
 V2_TRAIN = $(BIN)/python -m workbench.training.train --threads 1 --seed 0 --updates 160 --accum 3 --lr 0.001 \
-	--warmup 5 --r 16 --alpha 32 --max-pack-tokens 3072 --checkpoint-every 5 --layouts all --on-policy-states 10 \
+	--warmup 5 --r 16 --alpha 32 --max-pack-tokens 3072 --checkpoint-every 5 --keep-checkpoints 1 --layouts all --on-policy-states 10 \
 	--resume
 train-agent-v2: install
 	OMP_NUM_THREADS=1 $(BIN)/workbench dagger rollout --iteration 0 --model smollm2-135m-alfworld --workers 2 \

@@ -165,3 +165,11 @@ def test_prompt_fingerprint_follows_the_rendering_of_every_layout(smol_tokenizer
     monkeypatch.setitem(OFFLINE_ALGORITHMS, "proactive_intervene",
                         (ProactiveInput, lambda inp: Intervention(reminder="Look around.")))
     assert prompt_fingerprint(traj, builder, "all", DataConfig()) != fp  # one layout's reminders changed
+
+
+def test_keep_checkpoints_must_leave_one_to_resume_from():
+    from workbench.training.trainer import TrainConfig
+
+    with pytest.raises(ValueError, match="keep_checkpoints is 0"):
+        TrainConfig(keep_checkpoints=0)
+    assert "keep_checkpoints" not in TrainConfig(keep_checkpoints=1).identity()  # a resume may keep fewer

@@ -181,6 +181,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--eval-every", type=int, default=c.eval_every,
                    help="updates between validation losses (0: only at the start and the end)")
     p.add_argument("--checkpoint-every", type=int, default=c.checkpoint_every)
+    p.add_argument("--keep-checkpoints", type=int, default=c.keep_checkpoints,
+                   help="checkpoints kept on disk (the newest; an older one is removed only after a newer is whole)")
     p.add_argument("--p-no-memory", type=float, default=d.p_no_memory)
     p.add_argument("--memory-top-k", type=int, default=d.memory_top_k)
     p.add_argument("--max-pack-tokens", type=int, default=d.max_pack_tokens)
@@ -213,7 +215,8 @@ def _train(a: argparse.Namespace) -> int:
     t_start = time.perf_counter()
     cfg = TrainConfig(seed=a.seed, updates=a.updates, accum=a.accum, lr=a.lr, warmup=a.warmup, lora_r=a.r,
                       lora_alpha=a.alpha, negatives=a.negatives, cand_weight=a.cand_weight,
-                      eval_every=a.eval_every, checkpoint_every=a.checkpoint_every)
+                      eval_every=a.eval_every, checkpoint_every=a.checkpoint_every,
+                      keep_checkpoints=a.keep_checkpoints)
     dcfg = _data_config(a)
     out = Path(a.out)
     ckpt = Path(a.checkpoints or default_checkpoints(out))

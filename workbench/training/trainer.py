@@ -64,6 +64,10 @@ class TrainConfig:
     keep_checkpoints: int = 2
     data: str = ""
 
+    def __post_init__(self) -> None:
+        if self.keep_checkpoints < 1:
+            raise ValueError(f"keep_checkpoints is {self.keep_checkpoints}: at least 1 (the checkpoint a resume reads)")
+
     def identity(self) -> dict:
         d = asdict(self)
         d["target_modules"] = list(self.target_modules)
