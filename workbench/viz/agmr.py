@@ -101,6 +101,11 @@ def _html_attempt(r, a) -> str:
                      f"<b>{a.pattern}</b> · C[i, j] = {rule.get('value', 0):.4f}, scale {rule.get('scale', 0):.4f}, "
                      f"rank {rule.get('rank')}, share {rule.get('share', 0):.2f}, distractors "
                      f"{rule.get('distractors')}</p>")
+    elif a.utilization:
+        u = a.utilization
+        parts.append(f"<p class='agmr-diagnosis'>diagnosis: <b>{a.pattern}</b> · weakly used ({u['weak_rule']} rule) "
+                     f"{u['weak']}, redundant (reflector) {u['redundant']}, deletable {u['deletable']} · c^max "
+                     f"{[round(v, 4) for v in u['c_max']]}</p>")
     elif a.pattern:
         parts.append(f"<p class='agmr-diagnosis'>diagnosis: <b>{a.pattern}</b></p>")
     if a.error:

@@ -102,6 +102,11 @@ def test_a_success_simplification_is_committed_when_success_holds_and_rolled_bac
     # the neighbour no longer reports the deleted move: it shows what the deleted segment showed (smoothing)
     assert segs[2].observation == entry().segments[2].observation
     assert (rec.segments_before, rec.segments_after) == (6, 5) and rec.tokens_after < rec.tokens_before
+    # the audit trail holds what the weak rule read: per-segment c^max / c-bar, the weak, redundant and deletable sets
+    u = base.history("valid_train/tomato/t1")[-1].provenance["utilization"]
+    assert u == rec.attempts[0].utilization and u["weak_rule"] == "relative" and len(u["c_max"]) == 6
+    assert 2 in u["deletable"] and set(u["deletable"]) == set(u["weak"]) & set(u["redundant"])
+    assert u["c_max"][1] > u["c_max"][2]  # the supporting segment is read, the deleted 'look' is not
 
 
 def test_a_strongly_used_redundant_segment_is_kept_by_agmr_and_deleted_without_the_refiner(tmp_path):

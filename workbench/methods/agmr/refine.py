@@ -26,7 +26,8 @@ nothing is applied. A backend that cannot be reached stops the run (resume conti
 The base folder ``DIR`` holds the store (``entries.jsonl``, ``history.jsonl``) and ``DIR/refine/``:
 ``config.json`` (what made it), ``log.jsonl`` (one :class:`TaskRecord` per finished task), ``executions.jsonl``
 (every episode played: the memory shown, the trajectory and its C). Every commit is a new version of its entry
-whose history record carries the provenance (task, branch, patterns, the C column, the diff, the verification
+whose history record carries the provenance (task, branch, patterns, the C column of a failure or the per-segment
+C summary the weak rule read on a success, the diff, the verification
 runs). A commit is atomic, so after a kill the base is before or after it; on resume a task whose commit landed
 but whose log line did not is recovered from that provenance, and a task without either is played again.
 """
@@ -141,6 +142,7 @@ class Attempt(_Rec):
     rule: dict | None = None  # diagnose_column on C[:, j] (failure branch)
     refinement: dict | None = None  # the refiner's (or the reflector's, w/o AGR) output
     pattern: str | None = None  # the refiner's pattern (failure branch, agmr)
+    utilization: dict | None = None  # success branch, agmr: the per-segment C summary the weak rule read
     error: str | None = None  # a RefinementError / LLMOutputError: "<Type>: message"
     diff: str = ""
     execution: str | None = None  # the verification run
@@ -188,6 +190,16 @@ def _patterns(attempts: Sequence[Attempt]) -> dict:
             "first_rule_pattern": next((rule(a) for a in through if rule(a)), None),
             "final_pattern": next((a.pattern for a in reversed(attempts) if a.pattern), None),
             "final_rule_pattern": next((rule(a) for a in reversed(attempts) if rule(a)), None)}
+
+
+def _utilization_summary(rows: Sequence[Sequence[float]], weak_rule: str, weak: set[int], refl: Any,
+                         allowed: set[int]) -> dict:
+    """What the success branch's weak-utilization rule read, for the audit trail: each segment's c^max and c-bar
+    over the run's steps (the statistics of appendix E.2's rules), the rule, the weakly used segments, the
+    reflector's redundancy candidates and their intersection (the only segments a refiner may delete)."""
+    return {"weak_rule": weak_rule, "c_max": [round(max(r), 5) if r else 0.0 for r in rows],
+            "c_mean": [round(sum(r) / len(r), 5) if r else 0.0 for r in rows], "weak": sorted(weak),
+            "redundant": sorted(r.index for r in refl.redundant_segments), "deletable": sorted(allowed)}
 
 
 def _reward(traj: Trajectory) -> float:
@@ -339,7 +351,9 @@ class Refiner:
             # redundant and C shows it weakly used (an LLM refiner may propose more; the offline one never does).
             from workbench.llm.offline.refiner import weakly_utilized
 
-            allowed = {r.index for r in refl.redundant_segments} & weakly_utilized(rows, self.config.weak_rule)
+            weak = weakly_utilized(rows, self.config.weak_rule)
+            allowed = {r.index for r in refl.redundant_segments} & weak
+            info["utilization"] = _utilization_summary(rows, self.config.weak_rule, weak, refl, allowed)
             bad = sorted(e.index for e in out.edits if e.op == "delete" and e.index not in allowed)
             if bad:
                 raise RefinementError(f"refiner_success: deletes segments {bad}, which are not both redundant "
@@ -403,13 +417,13 @@ class Refiner:
         if cand is None:
             return TaskRecord(**common, branch="success", outcome="no_edit",
                               attempts=(Attempt(n=1, reflection=info["reflection"], refinement=info["refinement"],
-                                                pattern=info.get("pattern")),),
+                                                pattern=info.get("pattern"), utilization=info.get("utilization")),),
                               executions=tuple(runs), segments_after=len(entry.segments),
                               tokens_after=common["tokens_before"])
         verify = self.execute(task, cand, 1, entry.version, candidate=True)
         runs.append(verify.execution.id)
         attempt = Attempt(n=1, reflection=info["reflection"], refinement=info["refinement"], pattern=info.get("pattern"),
-                          diff=_diff(entry, cand, 1), execution=verify.execution.id, success=verify.traj.success,
+                          utilization=info.get("utilization"), diff=_diff(entry, cand, 1), execution=verify.execution.id, success=verify.traj.success,
                           reward_gain=_reward(verify.traj) - _reward(first.traj))
         if verify.traj.success:
             return self._commit(task, entry, cand, "success", [attempt], runs, common)
@@ -430,6 +444,7 @@ class Refiner:
             "critical_step": rule.get("step"), "target_segment": rule.get("segment"),
             "column": {k: rule.get(k) for k in ("column", "value", "scale", "rank", "share", "distractors")}
             if rule else None,
+            "utilization": last.utilization,
             "diff": last.diff, "verification": [last.execution], "executions": list(runs),
             "backend": getattr(self.backend, "name", str(self.backend)), "model": self.config.model,
             **(patterns or {"first_pattern": None, "first_rule_pattern": None}),
