@@ -27,9 +27,9 @@ The base folder ``DIR`` holds the store (``entries.jsonl``, ``history.jsonl``) a
 ``config.json`` (what made it), ``log.jsonl`` (one :class:`TaskRecord` per finished task), ``executions.jsonl``
 (every episode played: the memory shown, the trajectory and its C). Every commit is a new version of its entry
 whose history record carries the provenance (task, branch, patterns, the C column of a failure or the per-segment
-C summary the weak rule read on a success, the diff, the verification
-runs). A commit is atomic, so after a kill the base is before or after it; on resume a task whose commit landed
-but whose log line did not is recovered from that provenance, and a task without either is played again.
+C summary the weak rule read on a success, the diff, the verification runs). A commit is atomic, so after a kill
+the base is before or after it; on resume a task whose commit landed but whose log line did not is recovered from
+that provenance, and a task without either is played again.
 """
 
 from __future__ import annotations
