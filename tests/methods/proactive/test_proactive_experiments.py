@@ -22,3 +22,37 @@ def test_the_table_carries_the_reminder_re_score():
     t = intervention_table({"proactive": m, "none": {"n_episodes": 2, "success_rate": 0.0, "avg_steps": 50.0}})
     assert t.loc["proactive", "mean Δp(action)"] == 0.05 and t.loc["proactive", "success_%"] == 50.0
     assert t.loc["none"].drop(["episodes", "success_%", "avg_steps"]).isna().all()  # no memory agent, no numbers
+
+
+def test_the_placebo_keeps_every_position_and_replaces_only_the_reminders_words(tiny_lm):
+    from workbench.memory.trajectory import Step
+    from workbench.methods.proactive.experiments import placebo_prompt
+    from workbench.prompts.layout import PromptBuilder
+
+    b = PromptBuilder(tiny_lm.tokenizer, 4096)
+    hist = [Step(observation="You arrive at drawer 1.", action="open drawer 1")]
+    real = b.build("You are in a room.", "put a pen in shelf.", hist, final_observation="Nothing happens.",
+                   reminder="drawer 1 failed twice; go to desk 1 instead.")
+    fake = placebo_prompt(real, tiny_lm.tokenizer)
+    assert (fake.n_tokens, len(fake.prefix), fake.spans) == (real.n_tokens, len(real.prefix), real.spans)
+    start, end = real.kind_span("reminder")
+    assert fake.tokens[:start] == real.tokens[:start] and fake.tokens[end - 1:] == real.tokens[end - 1:]
+    said, placebo = (tiny_lm.tokenizer.decode(p.tokens[start:end]) for p in (real, fake))
+    assert said.startswith("Reminder:") and placebo.startswith("Reminder:") and "Reminder: Keep working on the task" in placebo
+    assert "drawer" not in placebo and "desk" not in placebo
+    assert placebo_prompt(b.build("You are in a room.", "put a pen in shelf.", hist), tiny_lm.tokenizer) is None
+
+
+def test_reminder_attention_reports_the_placebo_control_at_the_same_steps(tiny_lm):
+    from workbench.methods.proactive.experiments import reminder_attention
+
+    summary, trajs = reminder_attention(tiny_lm, [(0, 0), (1, 3)], "valid_unseen", "0", variant="proactive-always",
+                                        max_steps=3)
+    assert len(trajs) == 1 and summary["steps"] == summary["placebo_steps"] == len(summary["rows"]) > 0
+    for r in summary["rows"]:
+        assert r["u_token"] >= 0 and r["u_token_placebo"] >= 0 and 0 <= r["tv_vs_placebo"] <= 1
+        assert isinstance(r["changed_vs_placebo"], bool)
+    assert 0 <= summary["share_above_placebo"] <= 1 and summary["mean_u_token_placebo"] > 0
+    off, _ = reminder_attention(tiny_lm, [(0, 0)], "valid_unseen", "0", variant="proactive-always", max_steps=2,
+                                placebo=False)
+    assert "placebo_steps" not in off and "u_token_placebo" not in off["rows"][0]
