@@ -38,10 +38,10 @@ def _cfg(**kw):
     return TrainConfig(**(base | kw))
 
 
-def _trainer(tok, examples, cfg, ckpt, kill_at=None):
+def _trainer(tok, examples, cfg, ckpt, kill_at=None, autocast="off"):
     model = add_lora(tiny_llama(tok), cfg)
     return Trainer(model, cfg, _stream(examples, kill_at), val_sets={"val": examples[1]}, ckpt_dir=ckpt,
-                   progress=False)
+                   progress=False, autocast=autocast)
 
 
 def _weights(trainer):
@@ -173,3 +173,27 @@ def test_keep_checkpoints_must_leave_one_to_resume_from():
     with pytest.raises(ValueError, match="keep_checkpoints is 0"):
         TrainConfig(keep_checkpoints=0)
     assert "keep_checkpoints" not in TrainConfig(keep_checkpoints=1).identity()  # a resume may keep fewer
+
+
+def test_bf16_autocast_trains_float32_weights_and_a_resume_may_switch_mode(smol_tokenizer, examples, tmp_path):
+    from workbench.training.card import _precision
+    from workbench.training.trainer import resolve_autocast
+
+    torch.set_num_threads(1)
+    fp32 = _trainer(smol_tokenizer, examples, _cfg(), tmp_path / "a").fit()
+    killed = _trainer(smol_tokenizer, examples, _cfg(), tmp_path / "b", kill_at=5, autocast="bf16")
+    with pytest.raises(Killed):
+        killed.fit()
+    assert all(p.dtype == torch.float32 for p in killed.params)  # autocast never casts the adapter
+    resumed = _trainer(smol_tokenizer, examples, _cfg(), tmp_path / "b")  # on a CPU without native bf16, say
+    log = resumed.fit(resume=True)
+    assert [r["autocast"] for r in log.train] == ["bf16"] * 2 + ["off"] * 4
+    # the bf16 updates computed the same losses to bf16's precision, and the run still learns
+    assert log.train[0]["loss"] == pytest.approx(fp32.train[0]["loss"], rel=2e-2)
+    assert log.train[0]["loss"] != fp32.train[0]["loss"]  # it did run in bfloat16
+    assert log.train[-1]["loss"] < 0.7 * log.train[0]["loss"]
+    assert "bfloat16 autocast for 2 of 6 updates" in _precision(log.train)
+    assert _precision(fp32.train).endswith("float32 matmuls") and _precision([{"loss": 1.0}]).endswith("float32 matmuls")
+    assert resolve_autocast("off") == "off" and resolve_autocast("auto") in ("off", "bf16")
+    with pytest.raises(ValueError, match="autocast 'fp8'"):
+        resolve_autocast("fp8")

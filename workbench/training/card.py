@@ -59,6 +59,16 @@ def _memory_line(data: dict) -> str:
             f"({', '.join(data.get('on_policy_files') or []) or 'none'}).")
 
 
+def _precision(train: list[dict]) -> str:
+    """Which updates ran their matmuls in bfloat16 autocast (rows without the field: float32, older runs)."""
+    n_bf16 = sum(r.get("autocast", "off") == "bf16" for r in train)
+    base = "float32 weights, adapter, gradients and optimizer"
+    if not n_bf16:
+        return base + "; float32 matmuls"
+    return (base + f"; matmuls in bfloat16 autocast for {n_bf16} of {len(train)} updates"
+            + (" (float32 for the rest: resumed on a CPU without native bf16)" if n_bf16 < len(train) else ""))
+
+
 def write_model_card(folder: str | Path, record: dict, adapter: dict, evaluation: str | None = None) -> Path:
     """Write ``folder/MODEL_CARD.md`` from a training record (``training_log.json``) and an adapter summary.
 
@@ -111,6 +121,7 @@ Regenerate: `make train-agent` (`python -m workbench.training.train --out {recor
 | optimizer | AdamW, lr {cfg['lr']} (warm-up {cfg['warmup']} updates, cosine to {cfg['min_lr_ratio']}×), grad clip {cfg['max_grad_norm']}{cand} |
 | updates | {cfg['updates']} × {cfg['accum']} trajectories = {cfg['updates'] * cfg['accum']} trajectory passes ({data['epochs']} epochs) |
 | seed | {cfg['seed']} |
+| precision | {_precision(record['train'])} |
 | wall time | {record['updates_s'] / 60:.1f} min for the {len(record['train'])} updates, {record['threads']} CPU thread(s) (the 2-core machine was shared with other jobs), torch {record['torch']}{val_time} |
 | adapter | `{adapter['file']}`, {adapter['bytes'] / 1e6:.2f} MB, {adapter['parameters']:,} parameters, sha1 {adapter['sha1']} |
 
