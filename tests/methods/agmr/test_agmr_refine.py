@@ -107,6 +107,10 @@ def test_a_success_simplification_is_committed_when_success_holds_and_rolled_bac
     assert u == rec.attempts[0].utilization and u["weak_rule"] == "relative" and len(u["c_max"]) == 6
     assert 2 in u["deletable"] and set(u["deletable"]) == set(u["weak"]) & set(u["redundant"])
     assert u["c_max"][1] > u["c_max"][2]  # the supporting segment is read, the deleted 'look' is not
+    from workbench.viz.agmr import _html_attempt
+
+    html = _html_attempt(rec, rec.attempts[0])  # the explorer shows what the rule read
+    assert "low_utilization_redundancy" in html and f"deletable {u['deletable']}" in html
 
 
 def test_a_strongly_used_redundant_segment_is_kept_by_agmr_and_deleted_without_the_refiner(tmp_path):
