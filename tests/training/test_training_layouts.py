@@ -109,6 +109,16 @@ def test_rollout_grid_is_a_valid_sweep(tmp_path):
     assert sorted(covered) == list(range(200)) and set(covered.values()) == {1}  # every game once
     assert {c.budget for c in grid.configs if c.budget} == {500, 750}
     assert grid.order == "interleaved"  # stopped early, every layout has played its share
+    assert {c.dtype for c in grid.configs} == {"float32"}
+
+
+def test_rollout_grid_records_the_rollouts_dtype(tmp_path):
+    from workbench.eval.sweep import load_grid
+
+    path = rollout_grid(tmp_path / "it1.yaml", str(tmp_path / "runs"), "smollm2-135m-alfworld", 1, 200,
+                        per_layout="5", dtype="bfloat16")
+    assert "dtype: bfloat16" in path.read_text()  # the iteration's grid says how it was played
+    assert {c.dtype for c in load_grid(path).configs} == {"bfloat16"}
 
 
 def test_rollout_grid_per_layout_keeps_each_layouts_first_games(tmp_path):

@@ -95,13 +95,16 @@ def parse_per_layout(spec: str | None) -> tuple[int | None, dict[str, int]]:
 
 
 def rollout_grid(path: str | Path, out: str, model: str, iteration: int, n_games: int,
-                 layouts: Sequence[Layout] = LAYOUTS, max_steps: int = 50, per_layout: str | None = None) -> Path:
+                 layouts: Sequence[Layout] = LAYOUTS, max_steps: int = 50, per_layout: str | None = None,
+                 dtype: str = "float32") -> Path:
     """Write the grid of iteration ``iteration``'s rollouts: game j of valid_train under layout j mod L.
 
     Each layout is one configuration over the slice ``j0:n_games:L`` of the sorted games; budgeted layouts
     alternate 500 and 750 from one iteration to the next. ``per_layout`` (``K`` or ``K,NAME=K2,...``) keeps only
     the first K games of each layout's slice (of the named ones, their own K): a smaller iteration whose games
-    still spread over the whole split.
+    still spread over the whole split. ``dtype`` is the rollouts' inference dtype: DAgger needs the states the
+    current policy visits, and the expert labels them whatever the dtype, so an iteration may play in bfloat16
+    where the CPU has native bf16 kernels (the grid records it; a resumed folder refuses another).
     """
     L = len(layouts)
     default_k, own_k = parse_per_layout(per_layout)
@@ -119,7 +122,7 @@ def rollout_grid(path: str | Path, out: str, model: str, iteration: int, n_games
             cfg["budget"] = BUDGETS[(iteration + j) % len(BUDGETS)]
         configs.append(cfg)
     grid = {"description": f"DAgger iteration {iteration}: {model} on valid_train, one layout per game",
-            "out": out, "defaults": {"model": model, "split": "valid_train", "max_steps": max_steps,
+            "out": out, "defaults": {"model": model, "dtype": dtype, "split": "valid_train", "max_steps": max_steps,
                                      "teacher_forcing": False, "record_admissible": True},
             "configurations": configs, "order": "interleaved"}  # stopped early, every layout has its share
     import yaml
@@ -141,7 +144,7 @@ def iteration_dir(root: str | Path, iteration: int) -> Path:
 
 def run_rollouts(root: str | Path, iteration: int, model: str, workers: int | None = None,
                  ray_address: str | None = None, n_games: int | None = None, max_steps: int = 50,
-                 per_layout: str | None = None) -> dict:
+                 per_layout: str | None = None, dtype: str = "float32") -> dict:
     """Step 1 of an iteration: write its grid and play it (resumable: run it again after a kill)."""
     from workbench.envs.alfworld import load_alfworld_tasks
     from workbench.eval.sweep import load_grid, run_sweep
@@ -149,7 +152,7 @@ def run_rollouts(root: str | Path, iteration: int, model: str, workers: int | No
     it = iteration_dir(root, iteration)
     n = n_games or len(load_alfworld_tasks("valid_train"))
     grid = load_grid(rollout_grid(it / "grid.yaml", str(it / "runs"), model, iteration, n, max_steps=max_steps,
-                                  per_layout=per_layout))
+                                  per_layout=per_layout, dtype=dtype))
     report = run_sweep(grid, workers=workers, ray_address=ray_address)
     return {"grid": str(it / "grid.yaml"), "wall_s": report.wall_s, "played": report.jobs}
 
