@@ -182,9 +182,13 @@ def _executor_args(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_dagger(a: argparse.Namespace) -> int:
-    from workbench.training.dagger import label_iteration, run_rollouts
+    from workbench.training.dagger import compare_iterations, label_iteration, run_rollouts
 
-    if a.step == "rollout":
+    if a.step == "compare":
+        if a.against is None:
+            raise SystemExit("workbench dagger compare: --against N names the iteration to pair with --iteration")
+        print(json.dumps(compare_iterations(a.root, a.against, a.iteration), indent=1))
+    elif a.step == "rollout":
         print(json.dumps(run_rollouts(a.root, a.iteration, a.model, workers=a.workers, ray_address=a.ray_address,
                                       n_games=a.games, per_layout=a.per_layout, dtype=a.dtype)))
     else:
@@ -374,8 +378,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     dg = sub.add_parser("dagger", help="on-policy data for agent v2: roll the current agent out on valid_train "
                         "under every layout (rollout), then label each visited state with the expert (label)")
-    dg.add_argument("step", choices=("rollout", "label"))
+    dg.add_argument("step", choices=("rollout", "label", "compare"),
+                    help="compare: this iteration's rollouts paired with --against's on the (layout, game) pairs "
+                    "both played (McNemar, per layout, action patterns)")
     dg.add_argument("--iteration", type=int, required=True)
+    dg.add_argument("--against", type=int, help="the iteration to compare with (compare)")
     dg.add_argument("--model", default=DEFAULT_AGENT, help="the agent to roll out (rollout)")
     dg.add_argument("--root", default="runs/dagger", help="iterations live in ROOT/it<N>")
     dg.add_argument("--games", type=int, help="the first N valid_train games only (default all 200)")

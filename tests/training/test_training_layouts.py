@@ -159,3 +159,39 @@ def test_dagger_rollout_then_label_end_to_end(tiny_model_dir, tmp_path):
         assert len(t.meta["labels"]) == t.n_steps and all(s.get("admissible") for s in t.meta["steps"])
         assert all(lab is None or lab in s["admissible"] for lab, s in zip(t.meta["labels"], t.meta["steps"]))
     assert report["no_answer"] < 0.5 and json.loads((tmp_path / "it0" / "label_report.json").read_text()) == report
+
+
+def test_compare_iterations_pairs_the_layout_game_pairs_both_played(tmp_path):
+    import json
+
+    from training_builders import STEPS, make_traj
+
+    from workbench.training.dagger import compare_iterations
+
+    def play(it, layout, games):  # games: task suffix -> success
+        run = tmp_path / f"it{it}" / "runs" / layout
+        run.mkdir(parents=True, exist_ok=True)
+        with (run / "trajectories.jsonl").open("a") as f:
+            for g, won in games.items():
+                t = make_traj(task_id=f"valid_train/clean-{g}/trial_T1", success=won)
+                if not won:  # a loop: A, B, A, B, ...
+                    t = t.model_copy(update={"steps": tuple(t.steps[k % 2] for k in range(6))})
+                f.write(json.dumps(t.model_dump(mode="json")) + "\n")
+
+    play(0, "none", {"g1": True, "g2": False, "g3": False})
+    play(0, "arbiter", {"g4": False, "g5": True})
+    play(1, "none", {"g1": True, "g2": True})  # g3 not played in it1: not paired
+    play(1, "arbiter", {"g4": True, "g5": False, "g6": True})  # g6 not played in it0
+    play(1, "traj", {"g7": True})  # a layout it0 never played
+    r = compare_iterations(tmp_path, 0, 1)
+    assert r["pairs"] == 4
+    p = r["paired"]
+    assert (p["both"], p["only_a"], p["only_b"], p["neither"]) == (1, 1, 2, 0)
+    assert set(r["by_layout"]) == {"none", "arbiter"} and r["by_layout"]["none"]["only_b"] == 1
+    # it0 failed 2 of the 4 paired episodes, both by looping; it1 failed one, also looping
+    assert r["action_patterns"]["it0"]["failed_oscillating"] == 1.0
+    assert r["action_patterns"]["it1"]["failed_oscillating"] == 1.0
+    assert r["action_patterns"]["it0"]["distinct_actions"] < len(STEPS)
+    (tmp_path / "it2" / "runs").mkdir(parents=True)
+    with pytest.raises(ValueError, match="share no"):
+        compare_iterations(tmp_path, 1, 2)

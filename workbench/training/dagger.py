@@ -31,7 +31,7 @@ from .data import admissible_at
 from .layouts import BUDGETS, LAYOUTS, Layout
 
 __all__ = ["label_trajectory", "label_run", "rollout_grid", "label_report", "write_labelled", "run_rollouts",
-           "label_iteration", "iteration_dir", "parse_per_layout"]
+           "label_iteration", "iteration_dir", "parse_per_layout", "compare_iterations"]
 
 
 def label_trajectory(traj: Trajectory, plan: Sequence[str]) -> list[str | None]:
@@ -171,3 +171,40 @@ def label_iteration(root: str | Path, iteration: int) -> dict:
     report = label_report(trajs)
     atomic_write_text(it / "label_report.json", json.dumps(report, indent=1))
     return report
+
+
+def _episodes(it: Path) -> dict[tuple[str, str], Trajectory]:
+    """(layout configuration, task id) -> episode, over an iteration's finished rollouts."""
+    out = {}
+    for run in sorted(p for p in (it / "runs").iterdir() if (p / "trajectories.jsonl").exists()):
+        for d in iter_jsonl_dicts(run / "trajectories.jsonl"):
+            t = Trajectory.model_validate(d)
+            out[(run.name, t.task_id)] = t
+    return out
+
+
+def compare_iterations(root: str | Path, a: int, b: int) -> dict:
+    """Iteration ``b``'s rollouts against iteration ``a``'s on the (layout, game) pairs both played, paired.
+
+    Both iterations play each layout's share of the games from its start (``--per-layout`` keeps the first K), so a
+    smaller iteration's pairs are all in a larger one's; budgeted layouts alternate 500 / 750 between iterations.
+    Returns the paired outcome counts with the exact McNemar p-value, the same per layout, and
+    :func:`workbench.eval.metrics.action_patterns` of each side over the paired episodes (does the newer policy
+    still loop where it fails?). The two iterations' policies may differ in dtype: each grid records its own.
+    """
+    from workbench.eval.compare import paired_outcomes
+    from workbench.eval.metrics import action_patterns
+
+    ea, eb = (_episodes(iteration_dir(root, i)) for i in (a, b))
+    common = sorted(set(ea) & set(eb))
+    if not common:
+        raise ValueError(f"{root}: iterations {a} and {b} share no (layout, game) pair with a finished episode")
+    by_layout = {}
+    for lay in sorted({k[0] for k in common}):
+        keys = [k for k in common if k[0] == lay]
+        by_layout[lay] = paired_outcomes({k: ea[k].success for k in keys}, {k: eb[k].success for k in keys})
+    return {"a": a, "b": b, "pairs": len(common),
+            "paired": paired_outcomes({k: ea[k].success for k in common}, {k: eb[k].success for k in common}),
+            "by_layout": by_layout,
+            "action_patterns": {f"it{a}": action_patterns([ea[k] for k in common]),
+                                f"it{b}": action_patterns([eb[k] for k in common])}}
