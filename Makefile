@@ -98,32 +98,34 @@ train-agent-v2-expert-only: install
 # conditions and controls on all 134 valid_unseen tasks, both agents under the 14 layouts (valid_seen teacher
 # forcing), the expert-only adapter on the DAgger-effect slice, then the tables. One dtype for the whole study,
 # EVAL_DTYPE: bfloat16 by default, as the machines this project now gets have native bf16 kernels (AVX512-BF16 /
-# AMX: 2.8x the episodes of float32; on all 134 tasks v1 in bf16 matched its float32 runs, `make dtype-table`), and
-# its folders carry the suffix -bf16 (v1's none and Traj in bf16 exist already). EVAL_DTYPE=float32 on AVX2-only
-# CPUs (bf16 there is ~6x slower): about 40 core-hours of episodes then.
+# AMX: 2.8x the episodes of float32; on all 134 tasks v1 in bf16 matched its float32 runs, `make dtype-table`);
+# EVAL_DTYPE=float32 on AVX2-only CPUs (bf16 there is ~6x slower; about 40 core-hours of episodes then). The
+# folders are those `make reproduce PROFILE=full DTYPE=$(EVAL_DTYPE)` reads (runs/full-bfloat16/, or runs/full/ in
+# float32), so the notebooks render them without playing them again; v1's bf16 none and Traj, played for the dtype
+# table, are linked there (runs/full-bfloat16/01_baselines/smollm2-135m-alfworld).
 V1 := smollm2-135m-alfworld
 V2 := smollm2-135m-alfworld-v2
 EVAL_DTYPE ?= bfloat16
-SFX := $(if $(filter bfloat16,$(EVAL_DTYPE)),-bf16,)
+EVAL_RUNS := runs/full$(if $(filter float32,$(EVAL_DTYPE)),,-$(EVAL_DTYPE))
 EVAL = OMP_NUM_THREADS=1 $(BIN)/workbench sweep --workers 2 --set dtype=$(EVAL_DTYPE)
 eval-agent-v2: install
-	$(EVAL) grids/valid_unseen_default_agent.yaml --out runs/full/01_baselines/$(V1)$(SFX)
-	$(EVAL) grids/valid_unseen_default_agent.yaml --set model=$(V2) --out runs/full/01_baselines/$(V2)$(SFX)
-	$(EVAL) grids/layouts_valid_seen_tf.yaml --out runs/full/layouts_tf/$(V1)$(SFX)
-	$(EVAL) grids/layouts_valid_seen_tf.yaml --set model=$(V2) --out runs/full/layouts_tf/$(V2)$(SFX)
-	$(EVAL) grids/dagger_effect.yaml --out runs/full/01_baselines/dagger-expert-only$(SFX)
-	$(BIN)/python benchmarks/agent_eval.py --table reports/tables/agent_v2_valid_unseen.md --runs runs/full/01_baselines \
-		--table-models $(V1)$(SFX) $(V2)$(SFX) --table-model-pairs $(V1)$(SFX):$(V2)$(SFX) \
-		--table-title "valid_unseen, all 134 tasks: agent v1 vs v2 ($(EVAL_DTYPE))"
+	$(EVAL) grids/valid_unseen_default_agent.yaml --out $(EVAL_RUNS)/01_baselines/$(V1)
+	$(EVAL) grids/valid_unseen_default_agent.yaml --set model=$(V2) --out $(EVAL_RUNS)/01_baselines/$(V2)
+	$(EVAL) grids/layouts_valid_seen_tf.yaml --out $(EVAL_RUNS)/layouts_tf/$(V1)
+	$(EVAL) grids/layouts_valid_seen_tf.yaml --set model=$(V2) --out $(EVAL_RUNS)/layouts_tf/$(V2)
+	$(EVAL) grids/dagger_effect.yaml --out $(EVAL_RUNS)/01_baselines/dagger-expert-only
+	$(BIN)/python benchmarks/agent_eval.py --table reports/tables/agent_v2_valid_unseen.md --runs $(EVAL_RUNS)/01_baselines \
+		--table-models $(V1) $(V2) --table-model-pairs $(V1):$(V2) \
+		--table-title "valid_unseen, all 134 tasks: agent v1 vs v2"
 	$(BIN)/python benchmarks/agent_eval.py --table reports/tables/dagger_effect_valid_unseen.md \
-		--runs runs/full/01_baselines --table-models dagger-expert-only$(SFX) $(V2)$(SFX) --table-conditions none traj \
-		--table-model-pairs dagger-expert-only$(SFX):$(V2)$(SFX) \
+		--runs $(EVAL_RUNS)/01_baselines --table-models dagger-expert-only $(V2) --table-conditions none traj \
+		--table-model-pairs dagger-expert-only:$(V2) \
 		--table-title "DAgger's effect: expert-only recipe vs v2, valid_unseen 0:134:2 (episodes), all 134 (teacher forcing)"
-	$(BIN)/python benchmarks/agent_eval.py --table reports/tables/layouts_valid_seen_tf.md --runs runs/full/layouts_tf \
-		--table-models $(V1)$(SFX) $(V2)$(SFX) --table-model-pairs $(V1)$(SFX):$(V2)$(SFX) \
+	$(BIN)/python benchmarks/agent_eval.py --table reports/tables/layouts_valid_seen_tf.md --runs $(EVAL_RUNS)/layouts_tf \
+		--table-models $(V1) $(V2) --table-model-pairs $(V1):$(V2) \
 		--table-conditions none icl traj flat-recency flat-retrieval arbiter arbiter-no-banks arbiter-no-signals \
 		arbiter-no-gate proactive proactive-passive proactive-always proactive-advisor proactive-retrieval \
-		--table-title "valid_seen 0:140:7, teacher forcing under every training layout: v1 vs v2 ($(EVAL_DTYPE))"
+		--table-title "valid_seen 0:140:7, teacher forcing under every training layout: v1 vs v2"
 
 # bfloat16 vs float32 (issue 13): the default agent's none and Traj on all 134 valid_unseen tasks in both dtypes
 # (the float32 folders are those of eval-agent-v2's first grid), paired by task and by teacher-forced step. Play

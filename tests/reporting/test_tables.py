@@ -27,6 +27,7 @@ def make_folder(root, model, cond, wins, tf_hits, dtype=None, tf_dtype=None):
         (folder / "metrics.json").write_text(json.dumps({
             "n_episodes": len(wins), "success_rate": sum(wins) / len(wins), "avg_steps": 30.0, "memory_tokens": 5,
             "by_task_type": {"pick": {"success_rate": sum(wins) / len(wins)}},
+            "sr_at_k": {"10": sum(wins[:2]) / len(wins), "50": sum(wins) / len(wins)},
             "action_patterns": {"oscillation": 0.9, "repeat": 0.0, "distinct_actions": 2.5, "navigation": 0.95,
                                 "took_object": sum(wins) / len(wins)}}))
     if tf_hits:
@@ -57,6 +58,7 @@ def test_table_rows_and_paired_comparisons_come_from_the_folders(tmp_path):
     assert "| m | traj | 10 | 70.0% | 30.0 | 5 | 4 | 100.0% | 0.500 |" in md
     assert "| m | traj vs none (episodes) | 10 | 70.0% | 20.0% | +50.0 pts | 6 | 1 | 0.125 |" in md
     assert "| m | traj | 90.0% | 0.0% | 2.5 | 95.0% | 70.0% |" in md  # how the episodes move
+    assert "| model | memory | SR@10 | SR@50 |" in md and "| m | traj | 20.0% | 70.0% |" in md
     assert "| dtype |" not in md
 
 

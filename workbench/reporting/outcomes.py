@@ -243,7 +243,7 @@ def folder_table(root: Path, models: list[str], conds: list[str]) -> list[dict]:
 
     Returns:
         Rows with ``model``, ``memory``, ``dtype``, the episode fields (``episodes``, ``success_rate``,
-        ``avg_steps``, ``memory_tokens``, ``by_task_type``, ``action_patterns``) and the teacher-forcing fields
+        ``avg_steps``, ``memory_tokens``, ``by_task_type``, ``action_patterns``, ``sr_at_k``) and the teacher-forcing fields
         (``tf_steps``, ``tf_accuracy``, ``tf_mean_p_expert``); a part the folder lacks is ``None``.
     """
     rows = []
@@ -260,7 +260,7 @@ def folder_table(root: Path, models: list[str], conds: list[str]) -> list[dict]:
                          "memory_tokens": m.get("memory_tokens"), "tf_steps": tf.get("n_steps"),
                          "tf_accuracy": tf.get("accuracy"), "tf_mean_p_expert": tf.get("mean_p_expert"),
                          "by_task_type": {k: v["success_rate"] for k, v in (m.get("by_task_type") or {}).items()},
-                         "action_patterns": m.get("action_patterns")})
+                         "action_patterns": m.get("action_patterns"), "sr_at_k": m.get("sr_at_k")})
     return rows
 
 

@@ -6,7 +6,7 @@ A table is read from run folders ``ROOT/<model>/<condition>`` and written as a p
                dtype: float32                    <- every row was played in it (refused if they differ)
                Measured with: `command`
                notes (how the run folders were made); what was carried over, and from where
-               conditions | success by task type | how the episodes move | paired comparisons (exact McNemar)
+               conditions | success by task type | SR@k | how the episodes move | paired comparisons (exact McNemar)
     NAME.json  rows, paired, runs, written, carried, dtypes, outcomes (on one line)
 
 A table compares conditions at one dtype: rows of float32 and bfloat16 runs are refused, unless the compared
@@ -32,7 +32,8 @@ __all__ = ["CARD_INTRO", "card_section", "carry_over", "check_dtypes", "rows_mar
            "write_card", "write_table"]
 
 # the two parts of a table row, each from its own files of a run folder, and the paired lines each part makes
-PARTS = {"episodes": ("episodes", "success_rate", "avg_steps", "memory_tokens", "by_task_type", "action_patterns"),
+PARTS = {"episodes": ("episodes", "success_rate", "avg_steps", "memory_tokens", "by_task_type", "action_patterns",
+                      "sr_at_k"),
          "teacher forcing": ("tf_steps", "tf_accuracy", "tf_mean_p_expert")}
 PAIRED_KIND = {"episodes": "episodes", "teacher forcing": "TF steps"}
 
@@ -111,6 +112,14 @@ def rows_markdown(rows: list[dict], paired: list[dict] = (), compare_dtypes: boo
             if r["by_task_type"]:
                 lines.append(f"| {r['model']} | {r['memory']} | "
                              + " | ".join(pct(r["by_task_type"].get(t)) for t in types) + " |")
+    within = [r for r in rows if r.get("sr_at_k")]
+    if within:  # SR@k: how soon the wins come (a row carried from a table written before rows kept it: left out)
+        ks = sorted({int(k) for r in within for k in r["sr_at_k"]})
+        lines += ["", "Success within k steps (SR@k, `workbench.eval.metrics.success_rate_at`):", "",
+                  "| model | memory | " + " | ".join(f"SR@{k}" for k in ks) + " |", "|---|---|" + "---|" * len(ks)]
+        for r in within:
+            lines.append(f"| {r['model']} | {r['memory']} | "
+                         + " | ".join(pct(r["sr_at_k"].get(str(k))) for k in ks) + " |")
     moves = [r for r in rows if r.get("action_patterns")]
     if moves:
         lines += ["", "How the episodes move (`workbench.eval.metrics.action_patterns`): oscillation = steps going back "
