@@ -70,7 +70,9 @@ train-agent: install
 # (forward + backward of 2500 tokens, 48 s vs 31 s, side by side on one thread); the adapter stays float32. One
 # float32 thread trains about 75 tokens/s here (expert-only run, updates 1-10: 136k tokens in 1813 s,
 # beside the iteration-0 run on the other core), so a run takes about 8 h: every step resumes, checkpoints every
-# 5 updates (a kill loses at most 5, about 12 min).
+# 5 updates (a kill loses at most 5, about 12 min). A finished training's checkpoint is not committed (22 MB; its
+# adapter and log are): --skip-finished recognises the finished intermediate steps (it0, expert-only) from their
+# logs, so the recipe runs again from any clone without training them again.
 IT0_GAMES := 7,none=15,icl=15,traj=15,flat-recency=15,flat-retrieval=15,arbiter=9
 IT1_GAMES := 5
 # Iteration 1 plays in bfloat16 (the expert labels whatever states the policy visits; measured 22 s an episode per
@@ -83,7 +85,7 @@ train-agent-v2: install
 	OMP_NUM_THREADS=1 $(BIN)/workbench dagger rollout --iteration 0 --model smollm2-135m-alfworld --workers 2 \
 		--per-layout $(IT0_GAMES)
 	$(BIN)/workbench dagger label --iteration 0
-	$(V2_TRAIN) --out runs/dagger/it0/adapter --on-policy runs/dagger/it0/labelled.jsonl
+	$(V2_TRAIN) --skip-finished --out runs/dagger/it0/adapter --on-policy runs/dagger/it0/labelled.jsonl
 	OMP_NUM_THREADS=1 $(BIN)/workbench dagger rollout --iteration 1 --model runs/dagger/it0/adapter --workers 2 \
 		--per-layout $(IT1_GAMES) --dtype $(IT1_DTYPE)
 	$(BIN)/workbench dagger label --iteration 1
@@ -92,7 +94,7 @@ train-agent-v2: install
 
 # DAgger's effect (issue 14): the same recipe on the expert trajectories alone, under the same layouts (no rollouts)
 train-agent-v2-expert-only: install
-	$(V2_TRAIN) --out runs/dagger/expert-only/adapter
+	$(V2_TRAIN) --skip-finished --out runs/dagger/expert-only/adapter
 
 # Agent v2's evaluation (issue 14), every step resumable (run the target again after a kill): v1's and v2's memory
 # conditions and controls on all 134 valid_unseen tasks, both agents under the 14 layouts (valid_seen teacher

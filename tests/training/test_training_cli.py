@@ -49,6 +49,17 @@ def test_train_command_writes_adapter_log_and_card(tiny_world):
     # the same arguments with --resume find the run finished and only rewrite the outputs
     assert train_cli.main(args + ["--resume"]) == 0
     assert json.loads((out / "training_log.json").read_text())["train"] == log["train"]
+    # its checkpoints gone (a finished run's are not committed), --skip-finished still recognises it and trains
+    # nothing; another schedule is not this run, so it trains
+    import shutil
+
+    shutil.rmtree(ck)
+    stamp = (out / "adapter_model.safetensors").stat().st_mtime_ns
+    assert train_cli.main(args + ["--resume", "--skip-finished"]) == 0
+    assert (out / "adapter_model.safetensors").stat().st_mtime_ns == stamp and not ck.exists()
+    assert train_cli.finished_run(out, train_cli.TrainConfig(updates=3)) is None  # other data fingerprint
+    assert train_cli.main(args[:5] + ["4"] + args[6:] + ["--resume", "--skip-finished"]) == 0
+    assert len(json.loads((out / "training_log.json").read_text())["train"]) == 4
 
 
 def test_validation_can_be_computed_after_training(tiny_world):

@@ -167,6 +167,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoints", help="checkpoint folder (default runs/train/<out name> for an adapter under "
                    "workbench/assets/adapters, else runs/train/<out path, '/' as '--'>)")
     p.add_argument("--resume", action="store_true", help="continue from the latest checkpoint")
+    p.add_argument("--skip-finished", action="store_true", help="if --out already holds this very run, finished "
+                   "(same hyper-parameters and data fingerprint), print its summary and train nothing (for a "
+                   "pipeline's intermediate steps; without it a finished run is trained again, e.g. to check that it "
+                   "reproduces)")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--autocast", choices=("off", "bf16", "auto"), default="off",
                    help="run the updates' matmuls in bfloat16 (weights, adapter and optimizer stay float32): 'auto' "
@@ -251,6 +255,10 @@ def _train(a: argparse.Namespace) -> int:
         stream = build_stream(trajs, builder, sampler, dcfg, cfg.seed, cfg.negatives)
     cfg = replace(cfg, data=data_fingerprint(trajs, a.layouts, dcfg) + "/"
                   + prompt_fingerprint(trajs[0], builder, a.layouts, dcfg))
+    if a.skip_finished and (done := finished_run(out, cfg)) is not None:
+        print(json.dumps({"out": str(out), "already_trained": True, "updates": cfg.updates,
+                          "final_train_loss": done["train"][-1]["loss"], "val": done["val"][-2:]}))
+        return 0
     peft_model = add_lora(model, cfg)
     val = None if dcfg.val_tasks == "none" else (lambda: validation_sets(builder, retriever, dcfg))
     trainer = Trainer(peft_model, cfg, stream, val_sets=val, ckpt_dir=ckpt, autocast=a.autocast)
@@ -350,6 +358,24 @@ def _on_policy(paths) -> list:
 def _data_config(a: argparse.Namespace) -> DataConfig:
     return DataConfig(p_no_memory=a.p_no_memory, memory_top_k=a.memory_top_k, max_pack_tokens=a.max_pack_tokens,
                       val_tasks=a.val_tasks, handcoded=not a.no_handcoded, on_policy_states=a.on_policy_states)
+
+
+def finished_run(out: Path, cfg: TrainConfig) -> dict | None:
+    """The training log in ``out`` if it is this very run, finished (same hyper-parameters and data fingerprint, every
+    update logged), else None. ``--skip-finished`` then leaves the adapter as it is: a finished run needs no
+    checkpoint to be recognised, so a pipeline that spans sessions (``make train-agent-v2``) does not train an
+    intermediate step again once its final checkpoint is gone (checkpoints of finished runs are not committed: the
+    adapter and its log are the product)."""
+    path = Path(out) / "training_log.json"
+    if not (Path(out) / "adapter_model.safetensors").exists() or not path.exists():
+        return None
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    if record.get("config") != cfg.identity() or len(record.get("train") or []) != cfg.updates:
+        return None
+    return record
 
 
 def _write_outputs(out: Path, record: dict) -> None:
