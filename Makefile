@@ -68,9 +68,13 @@ train-agent: install
 # do not pack), one of a rollout 23.4k, or 5.0k with --on-policy-states 10 (measured on 25 visits each): about 2.2M
 # tokens per run. bf16 autocast (--autocast auto: where the CPU has AVX512-BF16 / AMX) runs the matmuls 1.5x faster
 # (forward + backward of 2500 tokens, 48 s vs 31 s, side by side on one thread); the adapter stays float32. One
-# float32 thread trains about 75 tokens/s here (expert-only run, updates 1-10: 136k tokens in 1813 s,
-# beside the iteration-0 run on the other core), so a run takes about 8 h: every step resumes, checkpoints every
-# 5 updates (a kill loses at most 5, about 12 min). A finished training's checkpoint is not committed (22 MB; its
+# float32 thread of an AVX2 CPU trains about 75 tokens/s (expert-only run, updates 1-10: 136k tokens in 1813 s,
+# beside the iteration-0 run on the other core), so a run takes about 8 h there; one bf16-autocast thread of an
+# AVX512-BF16 or AMX CPU trains 124-130 tokens/s beside another training (the expert-only run: 1.66M tokens, 13160 s
+# of updates), plus about 20 min for each of the two valid_seen validations (updates 80 and 160): about 4 h for
+# the expert-only run, 5 h for v2. Every step resumes, checkpoints every 5 updates (a kill loses at most 5, about
+# 8 min). The per-token cost rises with the share of working-memory layouts in an update (they do not pack: one
+# forward per step), not with the process's age (a restart from a checkpoint ran no faster). A finished training's checkpoint is not committed (22 MB; its
 # adapter and log are): --skip-finished recognises the finished intermediate steps (it0, expert-only) from their
 # logs, so the recipe runs again from any clone without training them again.
 IT0_GAMES := 7,none=15,icl=15,traj=15,flat-recency=15,flat-retrieval=15,arbiter=9
