@@ -74,9 +74,10 @@ train-agent: install
 # of updates), plus about 20 min for each of the two valid_seen validations (updates 80 and 160): about 4 h for
 # the expert-only run, 5 h for v2. Every step resumes, checkpoints every 5 updates (a kill loses at most 5, about
 # 8 min). The per-token cost rises with the share of working-memory layouts in an update (they do not pack: one
-# forward per step), not with the process's age (a restart from a checkpoint ran no faster). A finished training's checkpoint is not committed (22 MB; its
-# adapter and log are): --skip-finished recognises the finished intermediate steps (it0, expert-only) from their
-# logs, so the recipe runs again from any clone without training them again.
+# forward per step), not with the process's age (a restart from a checkpoint ran no faster). A finished training's
+# checkpoint is not committed (22 MB; its adapter and log are): --skip-finished recognises the finished
+# intermediate steps (it0, expert-only) from their logs, so the recipe runs again from any clone without training
+# them again.
 IT0_GAMES := 7,none=15,icl=15,traj=15,flat-recency=15,flat-retrieval=15,arbiter=9
 IT1_GAMES := 5
 # Iteration 1 plays in bfloat16 (the expert labels whatever states the policy visits; measured 22 s an episode per

@@ -388,10 +388,7 @@ def build_parser() -> argparse.ArgumentParser:
     dg.add_argument("--games", type=int, help="the first N valid_train games only (default all 200)")
     dg.add_argument("--per-layout", metavar="K[,NAME=K]", help="the first K games of each layout's share of the "
                     "games (NAME=K: that layout's own K), e.g. 7,none=15 (default: every game)")
-    dg.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"),
-                    help="the rollouts' inference dtype (rollout; written into the iteration's grid.yaml): the "
-                    "expert labels the visited states whatever the dtype, so bfloat16 is fine where the CPU has "
-                    "native bf16 kernels")
+    _dtype_arg(dg)  # the rollouts' dtype (written into the iteration's grid.yaml)
     _executor_args(dg)
     dg.set_defaults(fn=_cmd_dagger)
 

@@ -163,7 +163,7 @@ def label_iteration(root: str | Path, iteration: int) -> dict:
 
     it = iteration_dir(root, iteration)
     plans = {e.task_id: e.actions() for e in expert_trajectories_for("valid_train") if e.source == "planner"}
-    runs = sorted(p for p in (it / "runs").iterdir() if (p / "trajectories.jsonl").exists())
+    runs = _rollout_runs(it)
     if not runs:
         raise FileNotFoundError(f"{it / 'runs'}: no rollouts yet; run `workbench dagger rollout --iteration {iteration}`")
     trajs = [t for run in runs for t in label_run(run, plans, f"dagger-{iteration}/{run.name}")]
@@ -173,10 +173,15 @@ def label_iteration(root: str | Path, iteration: int) -> dict:
     return report
 
 
+def _rollout_runs(it: Path) -> list[Path]:
+    """An iteration's run folders (one per layout) that hold episodes."""
+    return sorted(p for p in (it / "runs").iterdir() if (p / "trajectories.jsonl").exists())
+
+
 def _episodes(it: Path) -> dict[tuple[str, str], Trajectory]:
     """(layout configuration, task id) -> episode, over an iteration's finished rollouts."""
     out = {}
-    for run in sorted(p for p in (it / "runs").iterdir() if (p / "trajectories.jsonl").exists()):
+    for run in _rollout_runs(it):
         for d in iter_jsonl_dicts(run / "trajectories.jsonl"):
             t = Trajectory.model_validate(d)
             out[(run.name, t.task_id)] = t
