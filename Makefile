@@ -31,9 +31,20 @@ $(VENV)/.installed-browser: $(VENV)/.installed
 
 install-browser: $(VENV)/.installed-browser
 
-# llama-cpp-python's OpenAI-compatible server for the LLM-backend tests (compiles from source, ~5 min once;
-# pip caches the wheel)
+# llama-cpp-python's OpenAI-compatible server for the LLM-backend tests, compiled from source (~5 min once).
+# A portable x86-64 build (AVX2/FMA/F16C), not -march=native: the native build segfaults on its first inference on
+# AMX machines (ggml's AMX kernels, seen 2026-12-03), and pip's own wheel cache is keyed on the sdist alone, so it
+# would hand a wheel built for one CPU to another. The wheel is kept per flag set under ~/.cache/workbench.
+# Other CPUs (aarch64, pre-AVX2): `make test LLAMA_CMAKE_ARGS=-DGGML_NATIVE=ON`.
+LLAMA_CPP_VERSION := 0.3.36
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON \
+	-DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
+LLAMA_WHEELS := $(HOME)/.cache/workbench/llama-cpp-python-$(LLAMA_CPP_VERSION)-$(shell echo '$(LLAMA_CMAKE_ARGS)' | cksum | cut -d' ' -f1)
 $(VENV)/.installed-server: $(VENV)/.installed
+	ls $(LLAMA_WHEELS)/llama_cpp_python-*.whl >/dev/null 2>&1 || ( rm -rf $(LLAMA_WHEELS).part && \
+		CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip wheel -q --no-cache-dir --no-deps -w $(LLAMA_WHEELS).part \
+			llama-cpp-python==$(LLAMA_CPP_VERSION) && rm -rf $(LLAMA_WHEELS) && mv $(LLAMA_WHEELS).part $(LLAMA_WHEELS) )
+	$(BIN)/pip install -q --force-reinstall --no-deps $(LLAMA_WHEELS)/llama_cpp_python-*.whl
 	$(BIN)/pip install -q -e '.[server]'
 	touch $@
 

@@ -63,6 +63,18 @@ class LlamaServer:
     url: str
     pid: int
     model: str = "smollm2-135m-instruct"
+    log: Path | None = None
+    proc: subprocess.Popen | None = None
+
+    def death(self) -> str | None:
+        """Why the server is gone (exit status or signal, and its log's tail), or None while it runs."""
+        if self.proc is None or self.proc.poll() is None:
+            return None
+        rc = self.proc.returncode
+        how = f"killed by signal {-rc}" if rc < 0 else f"exited with {rc}"
+        tail = self.log.read_text(errors="replace")[-1500:] if self.log else ""
+        return (f"the llama.cpp server (pid {self.pid}) {how} during the test; a crash in llama.cpp's own kernels "
+                f"(e.g. a build for another CPU) shows as signal 4 or 11. Its log ends:\n{tail}")
 
 
 @pytest.fixture(scope="session")
@@ -95,7 +107,7 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServ
             if time.monotonic() > deadline:
                 pytest.fail(f"llama server not ready after 120 s:\n{log.read_text()[-2000:]}", pytrace=False)
             time.sleep(0.5)
-        yield LlamaServer(url=url, pid=proc.pid)
+        yield LlamaServer(url=url, pid=proc.pid, log=log, proc=proc)
     finally:
         if proc.poll() is None:
             os.kill(proc.pid, 15)
@@ -104,3 +116,13 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServ
             except subprocess.TimeoutExpired:
                 os.kill(proc.pid, 9)
                 proc.wait(timeout=15)
+
+
+@pytest.fixture(autouse=True)
+def _llama_server_alive(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test that used the real server fails with the server's own exit status and log if the server died."""
+    yield
+    if "llama_server" in request.fixturenames:
+        server = request.getfixturevalue("llama_server")
+        if (why := server.death()) is not None:
+            pytest.fail(why, pytrace=False)
