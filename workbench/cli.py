@@ -124,6 +124,12 @@ def _cmd_heads_score(a: argparse.Namespace) -> int:
     from workbench.attention import build_supervision, load_supervision, retrieval_heads
     from workbench.models import load_model
 
+    if a.save_default:
+        from workbench.models.registry import get_model_spec, list_models
+
+        if get_model_spec(a.model) is None:  # refused before the model loads and the scoring runs
+            raise ValueError(f"--save-default: '{a.model}' is not a registered model name (registered: "
+                             f"{', '.join(list_models())}); committed heads are looked up by name")
     lm = load_model(a.model, dtype=a.dtype)
     out = Path(a.out)
     runs = Path(a.runs) if a.runs else out.parent / f"{out.stem}-runs"
@@ -134,8 +140,21 @@ def _cmd_heads_score(a: argparse.Namespace) -> int:
     scores = retrieval_heads(lm, records, runs)
     scores.save(out, top=max(a.k, 10))
     sources = {s: sum(r.source == s for r in records) for s in {r.source for r in records}}
-    print(json.dumps({"model": lm.name, "n_pairs": scores.n_pairs, "sources": sources,
-                      "top_heads": scores.top_k(a.k), "out": str(out), "supervision": str(runs / "supervision.jsonl")}))
+    report = {"model": lm.name, "n_pairs": scores.n_pairs, "sources": sources, "top_heads": scores.top_k(a.k),
+              "out": str(out), "supervision": str(runs / "supervision.jsonl")}
+    if a.save_default:
+        from workbench.attention import save_default_retrieval_heads
+        from workbench.eval.runner import versions
+
+        what = (f"--supervision {a.supervision}" if a.supervision else
+                f"--split {a.split} --tasks {a.tasks} --analyzer {a.analyzer}"
+                + (f" --max-pairs {a.max_pairs}" if a.max_pairs else ""))
+        source = (f"`workbench heads score --model {a.model} --dtype {a.dtype} {what} --k {a.k}` (git "
+                  f"{versions().get('git_commit')}): the top {a.k} of every head scored on {scores.n_pairs} "
+                  f"supervision pairs ({', '.join(f'{k}: {v}' for k, v in sorted(sources.items()))}); scores in {out}")
+        report["saved_default"] = str(save_default_retrieval_heads(lm.name, scores.top_k(a.k), source,
+                                                                   replace=a.replace))
+    print(json.dumps(report))
     return 0
 
 
@@ -430,6 +449,10 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--k", type=int, default=5, help="top heads to report")
     sc.add_argument("--runs", help="cache folder for teacher forcing and the supervision set (default: beside --out)")
     sc.add_argument("--out", required=True, help="head scores JSON")
+    sc.add_argument("--save-default", action="store_true",
+                    help="also make the top --k the model's committed retrieval heads (assets/heads/<model>.json), "
+                         "which refine, utilization and the explorers use when no heads are passed")
+    sc.add_argument("--replace", action="store_true", help="with --save-default: overwrite other committed heads")
     sc.set_defaults(fn=_cmd_heads_score)
 
     ab = hs.add_parser("ablate", help="ICL / Traj / Traj with top-k or random-k heads masked (Figure 2)")

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
-from workbench.attention import HeadAblationResult, HeadScores, SupervisionRecord, load_utilization, save_supervision
+import workbench.attention.heads as heads_module
+from workbench.attention import (HeadAblationResult, HeadScores, SupervisionRecord, default_retrieval_heads,
+                                 load_utilization, save_supervision)
 from workbench.cli import main
 
 pytestmark = pytest.mark.integration
 
 
-def test_heads_score_from_a_user_file_then_ablate_and_utilization(tmp_path, capsys, smollm):
+def test_heads_score_from_a_user_file_then_ablate_and_utilization(tmp_path, capsys, smollm, monkeypatch):
     text = "Memory: > take apple 1 from countertop 1\nNow: go to countertop 1 and take the apple."
     ids = smollm.tokenizer(text, add_special_tokens=False).input_ids
     rec = SupervisionRecord(task_id="user/1", step=0, key_context="take apple 1 from countertop 1",
@@ -26,6 +29,20 @@ def test_heads_score_from_a_user_file_then_ablate_and_utilization(tmp_path, caps
     assert out["n_pairs"] == 2 and len(out["top_heads"]) == 3 and out["sources"] == {"user": 2}
     scores = HeadScores.load(scores_path, model_name="smollm2-135m-instruct")
     assert scores.scores.shape == (30, 9) and json.loads(scores_path.read_text())["top_heads"][:3] == out["top_heads"]
+
+    # --save-default: the top k become the model's committed heads (here in a temporary assets folder), with the
+    # command that chose them; the same scoring again leaves the file as it is, other heads need --replace
+    monkeypatch.setattr(heads_module, "HEADS_ASSETS", tmp_path / "heads")
+    assert main(["heads", "score", "--model", smollm.name, "--supervision", str(sup), "--out", str(scores_path),
+                 "--k", "2", "--save-default"]) == 0
+    saved = json.loads(capsys.readouterr().out)["saved_default"]
+    assert saved == str(tmp_path / "heads" / "smollm2-135m-instruct.json")
+    assert default_retrieval_heads("smollm2-135m-instruct") == [tuple(h) for h in out["top_heads"][:2]]
+    assert "--supervision" in json.loads(Path(saved).read_text())["source"]
+    assert main(["heads", "score", "--model", smollm.name, "--supervision", str(sup), "--out", str(scores_path),
+                 "--k", "3", "--save-default"]) == 2
+    assert "--replace" in capsys.readouterr().err
+    assert default_retrieval_heads("smollm2-135m-instruct") == [tuple(h) for h in out["top_heads"][:2]]
 
     ablate = tmp_path / "ablate"
     assert main(["heads", "ablate", "--model", smollm.name, "--scores", str(scores_path), "--k", "2", "--n-random", "1",
@@ -48,3 +65,7 @@ def test_heads_commands_explain_bad_input(tmp_path, capsys):
     assert "--scores" in capsys.readouterr().err
     assert main(["utilization", "--heads", "3-1", "--out", str(tmp_path)]) == 2
     assert "LAYER.HEAD" in capsys.readouterr().err
+    # a path is not a name committed heads can be looked up by: refused before any model loads
+    assert main(["heads", "score", "--model", str(tmp_path / "my-model"), "--save-default", "--out",
+                 str(tmp_path / "s.json")]) == 2
+    assert "not a registered model name" in capsys.readouterr().err

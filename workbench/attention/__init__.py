@@ -30,7 +30,7 @@ from workbench.attention.experiments import (
 )
 from workbench.attention.head_set import Head, HeadSet, kv_head_of
 from workbench.attention.heads import (HEADS_ASSETS, HeadScores, HeadScoresRecord, SupervisionPair,
-                                      default_retrieval_heads, score_heads)
+                                      default_retrieval_heads, save_default_retrieval_heads, score_heads)
 from workbench.attention.instrument import CaptureInstrument, HeadMaskInstrument
 from workbench.attention.masking import mask_heads_hooks, random_heads
 from workbench.attention.recording import (
@@ -115,6 +115,7 @@ __all__ = [
     "random_heads",
     "score_heads",
     "default_retrieval_heads",
+    "save_default_retrieval_heads",
     "HEADS_ASSETS",
     "diagnose_column",
     "entry_scale",

@@ -27,7 +27,7 @@ from workbench.attention.head_set import Head, HeadSet
 from workbench.models.loading import LoadedModel
 
 __all__ = ["HeadScores", "HeadScoresRecord", "SupervisionPair", "score_heads", "default_retrieval_heads",
-           "HEADS_ASSETS"]
+           "save_default_retrieval_heads", "HEADS_ASSETS"]
 
 HEADS_ASSETS = Path(__file__).resolve().parents[1] / "assets" / "heads"
 
@@ -49,6 +49,42 @@ def default_retrieval_heads(model_name: str) -> list[Head]:
     if data.get("model") != model_name:
         raise ValueError(f"{path}: field 'model' is {data.get('model')!r}, expected {model_name!r}")
     return [(int(layer), int(head)) for layer, head in data["heads"]]
+
+def save_default_retrieval_heads(model_name: str, heads: Sequence[Head], source: str, *, replace: bool = False,
+                                 folder: str | Path | None = None) -> Path:
+    """Make ``heads`` the committed retrieval heads of a registered model (``assets/heads/<name>.json``): what
+    AGMR's refinement, C and the explorers use when no heads are passed.
+
+    Args:
+        source: how they were obtained (command, supervision set, commit), kept in the file.
+        replace: overwrite a file that names other heads (without it such a file is left as it is).
+        folder: where to write (default: the package's ``assets/heads``).
+
+    Raises:
+        ValueError: not a registered name (the file is looked up by name), no heads, or other heads are already
+            committed for this model and ``replace`` is not set.
+    """
+    from workbench.memory.trajectory import atomic_write_text
+    from workbench.models.registry import get_model_spec, list_models
+
+    if get_model_spec(model_name) is None:
+        raise ValueError(f"'{model_name}' is not a registered model name, and committed heads are looked up by name "
+                         f"(registered: {', '.join(list_models())}); pass --heads or --scores to the commands instead")
+    heads = [(int(layer), int(head)) for layer, head in heads]
+    if not heads:
+        raise ValueError("no heads to save")
+    path = Path(folder or HEADS_ASSETS) / f"{model_name}.json"
+    if path.exists() and not replace:
+        old = json.loads(path.read_text(encoding="utf-8")).get("heads")
+        if [tuple(h) for h in old or ()] != heads:
+            raise ValueError(f"{path} already names other heads for '{model_name}' ({old}); pass --replace to "
+                             "overwrite it (the old file stays in git history)")
+    record = {"model": model_name, "heads": [list(h) for h in heads], "source": source,
+              "note": "AGMR, C and the explorers read these when no heads are passed; valid_unseen, the evaluation "
+                      "split, must never choose them."}
+    atomic_write_text(path, json.dumps(record, indent=1) + "\n")
+    return path
+
 
 SupervisionPair = tuple[Sequence[int], Sequence[int]]  # (token_ids, key_positions of the key context)
 
