@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PROFILE ?= default
 PYTEST_ARGS ?=
 
-.PHONY: install install-server install-browser reproduce test test-fast lab train-agent train-agent-v2 train-agent-v2-expert-only eval-agent-v2 dtype-table clean-venv
+.PHONY: install install-server install-browser reproduce test test-fast lab train-agent train-agent-v2 train-agent-v2-expert-only eval-agent-v2 eval-methods-v2 refine-v2-agmr refine-v2-no-agr dtype-table clean-venv
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -144,6 +144,28 @@ eval-agent-v2: install
 		--table-conditions none icl traj flat-recency flat-retrieval arbiter arbiter-no-banks arbiter-no-signals \
 		arbiter-no-gate proactive proactive-passive proactive-always proactive-advisor proactive-retrieval \
 		--table-title "valid_seen 0:140:7, teacher forcing under every training layout: v1 vs v2"
+
+# The methods' evaluations on agent v2 at paper scale (issues 15-17), every step resumable (run the target again
+# after a kill), in the folders `make reproduce PROFILE=full DTYPE=$(EVAL_DTYPE)` reads: v2's retrieval heads
+# (scored on valid_seen, the split AGMR refines on, and committed as v2's heads), both AGMR refinements over all 140
+# valid_seen tasks (one process each), MemArbiter's and the proactive agent's grids on all 134 valid_unseen tasks,
+# then notebooks 04-06, which resume what is played and render Tables / Figures (04 plays its Table 1 / 2 episodes
+# itself). The notebooks play DEFAULT_AGENT: run this once v2 is the default agent.
+AGMR_BASES := $(EVAL_RUNS)/04_agmr/$(V2)/bases
+REFINE = OMP_NUM_THREADS=1 $(BIN)/workbench refine --model $(V2) --dtype $(EVAL_DTYPE) --split valid_seen --tasks all \
+	--backend offline-alfworld --max-steps 50
+refine-v2-agmr: install
+	$(REFINE) --variant agmr --base-out $(AGMR_BASES)/agmr
+refine-v2-no-agr: install
+	$(REFINE) --variant no-agr --base-out $(AGMR_BASES)/no-agr
+eval-methods-v2: install
+	OMP_NUM_THREADS=1 $(BIN)/workbench heads score --model $(V2) --dtype $(EVAL_DTYPE) --split valid_seen \
+		--tasks 0:140:7 --max-pairs 30 --out $(EVAL_RUNS)/heads/$(V2).json --save-default
+	$(MAKE) -j2 refine-v2-agmr refine-v2-no-agr
+	$(EVAL) grids/arbiter_valid_unseen.yaml --set model=$(V2) --out $(EVAL_RUNS)/05_arbiter/$(V2)
+	$(EVAL) grids/proactive_valid_unseen.yaml --set model=$(V2) --out $(EVAL_RUNS)/06_proactive/$(V2)
+	OMP_NUM_THREADS=1 $(BIN)/workbench reproduce --profile full --dtype $(EVAL_DTYPE) --notebooks 04_agmr 05_arbiter \
+		06_proactive
 
 # bfloat16 vs float32 (issue 13): the default agent's none and Traj on all 134 valid_unseen tasks in both dtypes
 # (the float32 folders are those of eval-agent-v2's first grid), paired by task and by teacher-forced step. Play
