@@ -6,9 +6,11 @@
 
 from __future__ import annotations
 
+from workbench.models.registry import DEFAULT_AGENT
+
 __all__ = ["PROFILES", "notebook_parameters"]
 
-TRAINED = "smollm2-135m-alfworld"
+TRAINED = DEFAULT_AGENT  # the notebooks follow the default agent (v1 until v2 is shown to match it on Traj)
 FULL_MODELS = ["smollm2-135m-instruct", TRAINED]
 
 PROFILES: dict[str, dict[str, dict]] = {
