@@ -41,6 +41,18 @@ def test_task_slices():
     assert parse_task_slice("none", 10) == []
 
 
+def test_a_run_resumed_under_another_commit_keeps_the_versions_it_was_played_with(tmp_path, monkeypatch):
+    import workbench.eval.runner as runner
+
+    cfg = RunConfig(out=str(tmp_path / "r"), tasks="0:1")
+    for commit in ("aaa", "aaa", "bbb", "aaa", "ccc"):
+        monkeypatch.setattr(runner, "versions", lambda c=commit: {"python": "3.11", "git_commit": c})
+        runner.write_run_config(cfg)
+    record = json.loads((tmp_path / "r" / "config.json").read_text())
+    assert record["versions"]["git_commit"] == "ccc" and record["run"] == cfg.identity()
+    assert [v["git_commit"] for v in record["earlier_versions"]] == ["bbb", "aaa"]  # each earlier one once
+
+
 def test_teacher_forcing_only_run(tiny_model_dir, tmp_path):
     """tasks: none plays no episode; its teacher forcing is the one a run with episodes writes."""
     only = RunConfig(out=str(tmp_path / "tf"), model=str(tiny_model_dir), tasks="none", teacher_forcing_tasks="0:2",

@@ -256,6 +256,15 @@ def write_run_config(cfg: RunConfig) -> None:
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     record = {"run": cfg.identity(), "versions": versions()}
+    # a run resumed under other versions (a later commit, a package upgrade) keeps those it was played with before
+    try:
+        old = json.loads((out / "config.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        old = {}
+    earlier = [v for v in [*old.get("earlier_versions", []), old.get("versions")] if v]
+    earlier = [v for i, v in enumerate(earlier) if v != record["versions"] and v not in earlier[:i]]
+    if earlier:
+        record["earlier_versions"] = earlier
     if cfg.memory_base:  # which state of an editable base the episodes read (resume refuses another)
         record["memory_base_digest"] = memory_base_digest(cfg)
     atomic_write_text(out / "config.json", json.dumps(record, indent=1))
