@@ -124,12 +124,10 @@ def _cmd_heads_score(a: argparse.Namespace) -> int:
     from workbench.attention import build_supervision, load_supervision, retrieval_heads
     from workbench.models import load_model
 
-    if a.save_default:
-        from workbench.models.registry import get_model_spec, list_models
+    if a.save_default:  # refused before the model loads and the scoring runs
+        from workbench.attention.heads import require_registered_name
 
-        if get_model_spec(a.model) is None:  # refused before the model loads and the scoring runs
-            raise ValueError(f"--save-default: '{a.model}' is not a registered model name (registered: "
-                             f"{', '.join(list_models())}); committed heads are looked up by name")
+        require_registered_name(a.model)
     lm = load_model(a.model, dtype=a.dtype)
     out = Path(a.out)
     runs = Path(a.runs) if a.runs else out.parent / f"{out.stem}-runs"

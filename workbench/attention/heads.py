@@ -27,7 +27,7 @@ from workbench.attention.head_set import Head, HeadSet
 from workbench.models.loading import LoadedModel
 
 __all__ = ["HeadScores", "HeadScoresRecord", "SupervisionPair", "score_heads", "default_retrieval_heads",
-           "save_default_retrieval_heads", "HEADS_ASSETS"]
+           "save_default_retrieval_heads", "require_registered_name", "HEADS_ASSETS"]
 
 HEADS_ASSETS = Path(__file__).resolve().parents[1] / "assets" / "heads"
 
@@ -50,6 +50,20 @@ def default_retrieval_heads(model_name: str) -> list[Head]:
         raise ValueError(f"{path}: field 'model' is {data.get('model')!r}, expected {model_name!r}")
     return [(int(layer), int(head)) for layer, head in data["heads"]]
 
+
+def require_registered_name(model_name: str) -> None:
+    """Committed heads are looked up by registry name: anything else (a folder, an HF id) is refused.
+
+    Raises:
+        ValueError: not a registered name; the message lists the registered ones.
+    """
+    from workbench.models.registry import get_model_spec, list_models
+
+    if get_model_spec(model_name) is None:
+        raise ValueError(f"'{model_name}' is not a registered model name, and committed heads are looked up by name "
+                         f"(registered: {', '.join(list_models())}); pass --heads or --scores to the commands instead")
+
+
 def save_default_retrieval_heads(model_name: str, heads: Sequence[Head], source: str, *, replace: bool = False,
                                  folder: str | Path | None = None) -> Path:
     """Make ``heads`` the committed retrieval heads of a registered model (``assets/heads/<name>.json``): what
@@ -65,11 +79,8 @@ def save_default_retrieval_heads(model_name: str, heads: Sequence[Head], source:
             committed for this model and ``replace`` is not set.
     """
     from workbench.memory.trajectory import atomic_write_text
-    from workbench.models.registry import get_model_spec, list_models
 
-    if get_model_spec(model_name) is None:
-        raise ValueError(f"'{model_name}' is not a registered model name, and committed heads are looked up by name "
-                         f"(registered: {', '.join(list_models())}); pass --heads or --scores to the commands instead")
+    require_registered_name(model_name)
     heads = [(int(layer), int(head)) for layer, head in heads]
     if not heads:
         raise ValueError("no heads to save")
