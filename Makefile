@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PROFILE ?= default
 PYTEST_ARGS ?=
 
-.PHONY: install install-server install-browser reproduce test test-fast lab train-agent train-agent-v2 train-agent-v2-expert-only eval-agent-v2 eval-methods-v2 refine-v2-agmr refine-v2-no-agr dtype-table clean-venv
+.PHONY: install install-server install-browser reproduce test test-fast lab train-agent train-agent-v1 train-agent-v2-expert-only eval-agent-v2 eval-methods-v2 refine-v2-agmr refine-v2-no-agr dtype-table clean-venv
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -61,14 +61,15 @@ test: install install-server install-browser
 test-fast: install
 	$(BIN)/python -m pytest -q -m "not integration" tests
 
-# Memory-conditioned behaviour cloning of SmolLM2 on valid_train experts (LoRA, 1 CPU thread, about 45 min);
-# --resume continues from the last checkpoint under runs/train/
-train-agent: install
+# Agent v1 (smollm2-135m-alfworld): memory-conditioned behaviour cloning of SmolLM2 on valid_train experts, Traj or
+# none above the full history (LoRA, 1 CPU thread, about 45 min); --resume continues from the last checkpoint under
+# runs/train/
+train-agent-v1: install
 	$(BIN)/python -m workbench.training.train --out workbench/assets/adapters/smollm2-135m-alfworld \
 		--threads 1 --seed 0 --updates 160 --accum 2 --lr 0.001 --warmup 5 --r 16 --alpha 32 \
 		--p-no-memory 0.25 --memory-top-k 3 --max-pack-tokens 3072 --checkpoint-every 10 --resume
 
-# The memory-literate agent v2 (issue 14): DAgger from v1 under every evaluated layout, two iterations; each step
+# The memory-literate agent v2 (smollm2-135m-alfworld-v2, issue 14): DAgger from v1 under every evaluated layout, two iterations; each step
 # resumes after a kill (run the target again). Rollouts cost about 3.7 min of one core per episode (measured, iteration
 # 0, 2 workers on 2 cores), so an iteration does not play all 200 valid_train games: iteration 0 played every game
 # of the first five layouts (none, ICL, Traj, Flat Recency/Retrieval; played first, before grids interleaved), 9 of
@@ -97,7 +98,7 @@ IT1_DTYPE ?= bfloat16
 V2_TRAIN = $(BIN)/python -m workbench.training.train --threads 1 --seed 0 --updates 160 --accum 3 --lr 0.001 \
 	--warmup 5 --r 16 --alpha 32 --max-pack-tokens 3072 --checkpoint-every 5 --keep-checkpoints 1 --layouts all --on-policy-states 10 \
 	--autocast auto --resume
-train-agent-v2: install
+train-agent: install
 	OMP_NUM_THREADS=1 $(BIN)/workbench dagger rollout --iteration 0 --model smollm2-135m-alfworld --workers 2 \
 		--per-layout $(IT0_GAMES)
 	$(BIN)/workbench dagger label --iteration 0

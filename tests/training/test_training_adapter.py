@@ -28,7 +28,7 @@ def test_missing_adapter_names_the_path_and_the_make_target(tmp_path):
         load_with_adapter(spec)
     assert str(tmp_path / "absent") in str(e.value) and "workbench.training.train --out" in str(e.value)
     v2 = get_model_spec("smollm2-135m-alfworld-v2")  # until trained, loading it says how to train it
-    assert v2.base == "smollm2-135m-instruct" and "make train-agent-v2" in v2.description
+    assert v2.base == "smollm2-135m-instruct" and "make train-agent" in v2.description and v2.recipe == "make train-agent"
 
 
 def test_an_adapter_folder_loads_over_its_registered_base(tmp_path):
@@ -71,3 +71,20 @@ def test_bridge_of_the_merged_model_matches_base_plus_unmerged_adapter():
     with ref.disable_adapter(), torch.no_grad():
         untouched = ref(ids).logits
     assert (untouched - theirs).abs().max().item() > 1e-2
+
+
+def test_a_card_names_the_registered_model_and_its_recipe(tmp_path):
+    """A registered adapter's card carries its registry name and recipe; any other folder its path and command."""
+    import workbench
+    from workbench.training.card import _identity
+
+    v1 = Path(workbench.__file__).parent / get_model_spec("smollm2-135m-alfworld").adapter
+    v2 = Path(workbench.__file__).parent / get_model_spec("smollm2-135m-alfworld-v2").adapter
+    assert _identity(v1, {"out": "x"}) == ("smollm2-135m-alfworld",
+                                           "`make train-agent-v1` (`python -m workbench.training.train --out x ...` "
+                                           "(the exact arguments are in `training_log.json`))")
+    assert _identity(v2, {"out": "y"})[0] == "smollm2-135m-alfworld-v2"
+    assert _identity(v2, {"out": "y"})[1].startswith("`make train-agent` ")
+    title, regenerate = _identity(tmp_path, {"out": "runs/dagger/it0/adapter"})
+    assert title == "runs/dagger/it0/adapter" and regenerate.startswith("`python -m workbench.training.train --out "
+                                                                        "runs/dagger/it0/adapter ...`")

@@ -41,6 +41,7 @@ def test_train_command_writes_adapter_log_and_card(tiny_world):
     assert log["data"]["planner_trajectories"] == 4 and log["data"]["val_trajectories"] == 1
     card = (out / "MODEL_CARD.md").read_text()
     assert "valid_train only" in card and "r=4" in card
+    assert card.startswith(f"# {out} (LoRA adapter)") and "smollm2-135m-alfworld" not in card.splitlines()[0]
     cfg = json.loads((out / "adapter_config.json").read_text())
     assert cfg["r"] == 4 and sorted(cfg["target_modules"]) == ["k_proj", "o_proj", "q_proj", "v_proj"]
     # a longer schedule is a different run: resuming it from these checkpoints is refused

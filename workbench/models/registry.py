@@ -29,6 +29,7 @@ class ModelSpec:
         gguf: ``(distribution, filename)`` of a GGUF shipped inside a PyPI package, dequantized once.
         adapter: a LoRA adapter folder (relative to the ``workbench`` package) merged into the base.
         base: the registry name of the base model an adapter applies to.
+        recipe: the command that trains the adapter from a fresh clone (shown on its model card).
     """
 
     name: str
@@ -37,6 +38,7 @@ class ModelSpec:
     adapter: str | None = None
     base: str | None = None
     description: str = ""
+    recipe: str = ""
 
 
 _REGISTRY: dict[str, ModelSpec] = {}
@@ -130,7 +132,8 @@ register_model(
         adapter="assets/adapters/smollm2-135m-alfworld",
         base="smollm2-135m-instruct",
         description="SmolLM2-135M-Instruct + LoRA behaviour-cloned on ALFWorld valid_train experts "
-        "(memory-conditioned; merged once into fp32 safetensors; `make train-agent` retrains it)",
+        "(memory-conditioned; merged once into fp32 safetensors; `make train-agent-v1` retrains it)",
+        recipe="make train-agent-v1",
     )
 )
 
@@ -141,6 +144,7 @@ register_model(
         adapter="assets/adapters/smollm2-135m-alfworld-v2",
         base="smollm2-135m-instruct",
         description="SmolLM2-135M-Instruct + LoRA cloned on expert and DAgger on-policy states under every "
-        "evaluated memory layout (the memory-literate agent; `make train-agent-v2` trains it)",
+        "evaluated memory layout (the memory-literate agent; `make train-agent` trains it)",
+        recipe="make train-agent",
     )
 )

@@ -59,6 +59,22 @@ def _memory_line(data: dict) -> str:
             f"({', '.join(data.get('on_policy_files') or []) or 'none'}).")
 
 
+def _identity(folder: str | Path, record: dict) -> tuple[str, str]:
+    """The card's title (the registered model name whose adapter this folder is, else the output path) and its
+    regenerate line (the registered recipe, else the training command)."""
+    import workbench
+    from workbench.models.registry import get_model_spec, list_models
+
+    here = Path(folder).resolve()
+    command = (f"`python -m workbench.training.train --out {record.get('out', Path(folder).as_posix())} ...` "
+               "(the exact arguments are in `training_log.json`)")
+    for name in list_models():
+        spec = get_model_spec(name)
+        if spec and spec.adapter and (Path(workbench.__file__).parent / spec.adapter).resolve() == here:
+            return name, (f"`{spec.recipe}` ({command})" if spec.recipe else command)
+    return record.get("out", Path(folder).as_posix()), command
+
+
 def _precision(train: list[dict]) -> str:
     """Which updates ran their matmuls in bfloat16 autocast (rows without the field: float32, older runs)."""
     n_bf16 = sum(r.get("autocast", "off") == "bf16" for r in train)
@@ -89,17 +105,18 @@ def write_model_card(folder: str | Path, record: dict, adapter: dict, evaluation
     val_s = record.get("val_s", max(0.0, record["train_wall_s"] - record["updates_s"]))
     val_time = f"; validation {val_s / 60:.1f} min" if val else ""
     memory_line = _memory_line(data)
+    title, regenerate = _identity(folder, record)
     hc_line = (f"{hc['won']}/{hc['total']} valid_train games won by ALFWorld's handcoded expert "
                f"({hc['success_rate']:.0%}; {hc['first_try_won']} on the first of 2 seeded tries; "
                f"{hc['mean_steps_won']} steps on average when won)" if hc else "not used")
-    text = f"""# smollm2-135m-alfworld (LoRA adapter)
+    text = f"""# {title} (LoRA adapter)
 
 A LoRA adapter for SmolLM2-135M-Instruct (`{record['base_hf_id']}`, from the packaged Q4_1 GGUF dequantized
 to fp32), trained by memory-conditioned behaviour cloning on ALFWorld expert trajectories so that the
-workbench's log-likelihood agent can act. `load_model("smollm2-135m-alfworld")` merges it into the base once
+workbench's log-likelihood agent can act. `load_model("{title}")` merges it into the base once
 and caches the merged fp32 model, so TransformerLens hooks, capture and parity work unchanged.
 
-Regenerate: `make train-agent` (`python -m workbench.training.train --out {record.get('out', Path(folder).as_posix())} ...`; the exact arguments are in `training_log.json`).
+Regenerate: {regenerate}.
 
 ## Data
 - Split: **valid_train only** (200 games). valid_seen gives the validation loss; valid_unseen is never read.

@@ -363,7 +363,7 @@ def _data_config(a: argparse.Namespace) -> DataConfig:
 def finished_run(out: Path, cfg: TrainConfig) -> dict | None:
     """The training log in ``out`` if it is this very run, finished (same hyper-parameters and data fingerprint, every
     update logged), else None. ``--skip-finished`` then leaves the adapter as it is: a finished run needs no
-    checkpoint to be recognised, so a pipeline that spans sessions (``make train-agent-v2``) does not train an
+    checkpoint to be recognised, so a pipeline that spans sessions (``make train-agent``) does not train an
     intermediate step again once its final checkpoint is gone (checkpoints of finished runs are not committed: the
     adapter and its log are the product)."""
     path = Path(out) / "training_log.json"
