@@ -46,7 +46,7 @@ def _cmd_sweep(a: argparse.Namespace) -> int:
     for cfg in grid.configs:
         m = report.metrics.get(cfg.out)
         if m is not None:
-            print(json.dumps({"name": Path(cfg.out).name} | {k: m[k] for k in _SUMMARY}
+            print(json.dumps({"name": Path(cfg.out).name} | {k: m[k] for k in _SUMMARY if k in m}
                              | {"teacher_forced": (m.get("teacher_forced") or {}).get("accuracy")}))
     print(json.dumps({"wall_s": report.wall_s, "played": report.jobs, "replayed": report.replayed,
                       "worker_peak_rss_mib": report.workers, "sweep": f"{grid.out}/sweep.json"}))
