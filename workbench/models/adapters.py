@@ -15,24 +15,29 @@ import torch
 
 from workbench.models.registry import ModelSpec, cache_root, cached_model_folder, get_model_spec
 
-__all__ = ["adapter_dir", "adapter_hash", "load_with_adapter", "ADAPTER_FILES"]
+__all__ = ["adapter_dir", "adapter_path", "adapter_hash", "load_with_adapter", "ADAPTER_FILES"]
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
 
 
+def adapter_path(spec: ModelSpec) -> Path | None:
+    """Where ``spec``'s adapter folder is (relative paths are relative to the ``workbench`` package), whether or not
+    it is trained yet; None for a model without an adapter."""
+    return None if spec.adapter is None else PACKAGE_ROOT / spec.adapter  # an absolute adapter path stays as it is
+
+
 def adapter_dir(spec: ModelSpec) -> Path:
-    """The adapter folder of ``spec`` (relative paths are relative to the ``workbench`` package).
+    """The adapter folder of ``spec`` (``adapter_path``), checked to hold a trained adapter.
 
     Raises:
         ModelNotFoundError: the folder or one of its files is missing; the message says how to train it.
     """
     from workbench.models.loading import ModelNotFoundError
 
-    if spec.adapter is None:
+    folder = adapter_path(spec)
+    if folder is None:
         raise ValueError(f"model '{spec.name}' has a base ('{spec.base}') but no adapter folder")
-    folder = Path(spec.adapter)
-    folder = folder if folder.is_absolute() else PACKAGE_ROOT / folder
     missing = [f for f in ADAPTER_FILES if not (folder / f).exists()]
     if missing:
         raise ModelNotFoundError(

@@ -62,7 +62,7 @@ def _memory_line(data: dict) -> str:
 def _identity(folder: str | Path, record: dict) -> tuple[str, str]:
     """The card's title (the registered model name whose adapter this folder is, else the output path) and its
     regenerate line (the registered recipe, else the training command)."""
-    import workbench
+    from workbench.models.adapters import adapter_path
     from workbench.models.registry import get_model_spec, list_models
 
     here = Path(folder).resolve()
@@ -70,7 +70,8 @@ def _identity(folder: str | Path, record: dict) -> tuple[str, str]:
                "(the exact arguments are in `training_log.json`)")
     for name in list_models():
         spec = get_model_spec(name)
-        if spec and spec.adapter and (Path(workbench.__file__).parent / spec.adapter).resolve() == here:
+        folder_of = adapter_path(spec) if spec else None
+        if folder_of is not None and folder_of.resolve() == here:
             return name, (f"`{spec.recipe}` ({command})" if spec.recipe else command)
     return record.get("out", Path(folder).as_posix()), command
 
