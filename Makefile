@@ -106,7 +106,7 @@ train-agent: install
 	OMP_NUM_THREADS=1 $(BIN)/workbench dagger rollout --iteration 1 --model runs/dagger/it0/adapter --workers 2 \
 		--per-layout $(IT1_GAMES) --dtype $(IT1_DTYPE)
 	$(BIN)/workbench dagger label --iteration 1
-	$(V2_TRAIN) --out workbench/assets/adapters/smollm2-135m-alfworld-v2 \
+	$(V2_TRAIN) --out workbench/assets/adapters/smollm2-135m-alfworld-v2 --init-adapter smollm2-135m-alfworld \
 		--on-policy runs/dagger/it0/labelled.jsonl --on-policy runs/dagger/it1/labelled.jsonl
 
 # DAgger's effect (issue 14): the same recipe on the expert trajectories alone, under the same layouts (no rollouts)

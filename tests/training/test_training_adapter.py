@@ -88,3 +88,12 @@ def test_a_card_names_the_registered_model_and_its_recipe(tmp_path):
     title, regenerate = _identity(tmp_path, {"out": "runs/dagger/it0/adapter"})
     assert title == "runs/dagger/it0/adapter" and regenerate.startswith("`python -m workbench.training.train --out "
                                                                         "runs/dagger/it0/adapter ...`")
+
+
+def test_a_warm_start_finds_a_registered_adapter_by_name(tmp_path):
+    from workbench.models.adapters import adapter_path
+    from workbench.training.train import init_adapter_folder
+
+    assert init_adapter_folder("smollm2-135m-alfworld") == adapter_path(get_model_spec("smollm2-135m-alfworld"))
+    with pytest.raises(FileNotFoundError, match="smollm2-135m-alfworld"):  # the message lists the registered ones
+        init_adapter_folder("smollm2-135m-alfworl")

@@ -96,3 +96,47 @@ def test_v2_recipe_trains_every_layout_and_on_policy_labels_and_states_the_mixtu
     assert "drawn uniformly over the" in card and "On-policy (DAgger) trajectories: 1" in card
     with pytest.raises(ValueError, match="--layouts all"):
         train_cli.main(args[:-4] + ["--on-policy", str(labelled)])
+
+
+def test_a_warm_start_begins_from_the_given_adapter_and_is_part_of_the_runs_identity(tiny_world):
+    import torch
+    from safetensors.torch import load_file
+
+    first, warm, ck = tiny_world / "first", tiny_world / "warm", tiny_world / "ckw"
+    common = ["--accum", "1", "--r", "4", "--lr", "3e-2", "--warmup", "1", "--val-tasks", "0:1", "--no-handcoded",
+              "--checkpoint-every", "1"]
+    assert train_cli.main(["--out", str(first), "--checkpoints", str(tiny_world / "ck1"), "--updates", "3"] + common) == 0
+    first_log = json.loads((first / "training_log.json").read_text())
+    warm_args = ["--out", str(warm), "--checkpoints", str(ck), "--updates", "2", "--init-adapter", str(first)] + common
+    assert train_cli.main(warm_args) == 0
+    log = json.loads((warm / "training_log.json").read_text())
+    sha = json.loads(json.dumps(log["config"]))["init"]
+    assert sha.startswith(f"{first}@") and len(sha.rsplit("@", 1)[1]) == 12
+    # update 0 of a warm start is the adapter it starts from: its validation equals that run's final one
+    final = {v["name"]: v["loss"] for v in first_log["val"] if v["update"] == 3}
+    start = {v["name"]: v["loss"] for v in log["val"] if v["update"] == 0}
+    assert start == final
+    # it trained on from there: the weights moved away from the start
+    a, b = load_file(str(first / "adapter_model.safetensors")), load_file(str(warm / "adapter_model.safetensors"))
+    assert a.keys() == b.keys() and any(not torch.equal(a[k], b[k]) for k in a)
+    card = (warm / "MODEL_CARD.md").read_text()
+    assert f"the weights of `{first}` (sha1 {sha.rsplit('@', 1)[1]})" in card and "| 0 (start) | traj |" in card
+    # a fresh run with otherwise the same arguments is another run: its checkpoints are refused on resume
+    with pytest.raises(ValueError, match="different hyper-parameters.*init"):
+        train_cli.main(warm_args[:6] + common + ["--resume"])
+    # a run without --init-adapter keeps the identity logged before warm starts existed (no "init" key)
+    assert "init" not in first_log["config"]
+
+
+def test_a_warm_start_refuses_an_adapter_of_another_shape_or_a_missing_one(tiny_world):
+    first = tiny_world / "first"
+    base = ["--checkpoints", str(tiny_world / "ck"), "--updates", "1", "--accum", "1", "--val-tasks", "none",
+            "--no-handcoded"]
+    assert train_cli.main(["--out", str(first), "--r", "4"] + base) == 0
+    with pytest.raises(ValueError, match=r"adapter_config.json: the adapter to start from does not match.*'r': \(4, 8\)"):
+        train_cli.main(["--out", str(tiny_world / "other"), "--r", "8", "--init-adapter", str(first)] + base[:1]
+                       + [str(tiny_world / "ck8")] + base[2:])
+    with pytest.raises(FileNotFoundError, match="neither a registered adapter model"):
+        train_cli.main(["--out", str(tiny_world / "x"), "--init-adapter", str(tiny_world / "nowhere")] + base)
+    with pytest.raises(ValueError, match="is the folder this run writes"):
+        train_cli.main(["--out", str(first), "--r", "4", "--init-adapter", str(first)] + base)

@@ -94,8 +94,11 @@ def write_model_card(folder: str | Path, record: dict, adapter: dict, evaluation
     """
     cfg, data = record["config"], record["data"]
     val = record.get("val", [])
+    init = cfg.get("init", "")
+    start = (f"the weights of `{init.rsplit('@', 1)[0]}` (sha1 {init.rsplit('@', 1)[-1]}), trained further (a warm start)"
+             if init else "a fresh adapter (LoRA B = 0: the base model)")
     val_rows = "\n".join(
-        f"| {v['update']}{' (base)' if v['update'] == 0 else ''} | {v.get('name', '')} | {v['loss']:.3f} | "
+        f"| {v['update']}{(' (start)' if init else ' (base)') if v['update'] == 0 else ''} | {v.get('name', '')} | {v['loss']:.3f} | "
         f"{v['acc']:.1%} |" if "acc" in v else f"| {v['update']} | {v.get('name', '')} | {v['loss']:.3f} | – |"
         for v in val)
     cand = (f"; candidate loss weight {cfg['cand_weight']} over {cfg['negatives']} sampled admissible commands per "
@@ -106,6 +109,8 @@ def write_model_card(folder: str | Path, record: dict, adapter: dict, evaluation
     val_s = record.get("val_s", max(0.0, record["train_wall_s"] - record["updates_s"]))
     val_time = f"; validation {val_s / 60:.1f} min" if val else ""
     memory_line = _memory_line(data)
+    start0 = ("the adapter the run starts from, measured before the first update" if init
+              else "the base model (the LoRA adapter starts as the identity)")
     title, regenerate = _identity(folder, record)
     hc_line = (f"{hc['won']}/{hc['total']} valid_train games won by ALFWorld's handcoded expert "
                f"({hc['success_rate']:.0%}; {hc['first_try_won']} on the first of 2 seeded tries; "
@@ -135,6 +140,7 @@ Regenerate: {regenerate}.
 ## Training
 | | |
 |---|---|
+| start | {start} |
 | LoRA | r={cfg['lora_r']}, alpha={cfg['lora_alpha']}, dropout={cfg['lora_dropout']}, modules {', '.join(cfg['target_modules'])} (all {record.get('n_layers', '?')} layers) |
 | optimizer | AdamW, lr {cfg['lr']} (warm-up {cfg['warmup']} updates, cosine to {cfg['min_lr_ratio']}×), grad clip {cfg['max_grad_norm']}{cand} |
 | updates | {cfg['updates']} × {cfg['accum']} trajectories = {cfg['updates'] * cfg['accum']} trajectory passes ({data['epochs']} epochs) |
@@ -148,8 +154,7 @@ Regenerate: {regenerate}.
 
 ### Validation (valid_seen planner trajectories, tasks {data['val_tasks']}: {data['val_trajectories']} games)
 Loss: mean NLL per action token. Accuracy: the expert's command scores highest among all admissible commands
-(mean log-prob per token, as the agent decides): teacher-forced accuracy. Update 0 is the base model (the
-LoRA adapter starts as the identity).{after}
+(mean log-prob per token, as the agent decides): teacher-forced accuracy. Update 0 is {start0}.{after}
 
 | update | memory | loss | accuracy |
 |---|---|---|---|

@@ -25,7 +25,7 @@ from workbench.training.data import (
     HANDCODED_FILE, MemorySampler, PackedExample, _stable_seed, build_examples, epoch_order, handcoded_report,
     training_trajectories,
 )
-from workbench.training.trainer import TrainConfig, Trainer, add_lora
+from workbench.training.trainer import TrainConfig, Trainer, add_lora, init_lora
 
 __all__ = ["DataConfig", "load_base", "build_stream", "build_layout_stream", "planned_layouts", "validation_sets", "main"]
 
@@ -204,6 +204,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="DAgger's labelled on-policy trajectories to add (repeatable; see workbench dagger)")
     p.add_argument("--on-policy-states", type=int, default=d.on_policy_states, metavar="K",
                    help="an on-policy trajectory trains on at most K of its labelled states per visit (0: all)")
+    p.add_argument("--init-adapter", metavar="NAME_OR_FOLDER",
+                   help="start the LoRA weights from a trained adapter (a registered model name such as "
+                        "smollm2-135m-alfworld, or an adapter folder) instead of a fresh one; same --r / --alpha. "
+                        "Its sha1 is part of the run's identity, and update 0's validation is that adapter's")
     p.add_argument("--validate-only", action="store_true",
                    help="only compute the validation losses of the adapter in --out (after a --val-tasks none run)")
     return p
@@ -216,6 +220,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _train(a: argparse.Namespace) -> int:
+    from workbench.training.card import adapter_summary
     from workbench.eval.memory_base import default_memory_base, expert_trajectories_for
     from workbench.memory.retrieval import get_retriever
     from workbench.prompts.layout import PromptBuilder
@@ -228,6 +233,10 @@ def _train(a: argparse.Namespace) -> int:
     dcfg = _data_config(a)
     out = Path(a.out)
     ckpt = Path(a.checkpoints or default_checkpoints(out))
+    init_folder = init_adapter_folder(a.init_adapter) if a.init_adapter else None  # a bad name fails before loading
+    if init_folder is not None and init_folder.resolve() == out.resolve():
+        raise ValueError(f"--init-adapter {a.init_adapter} is the folder this run writes (--out {out}): copy the "
+                         "adapter to start from elsewhere, or write to another --out")
     model, tok, n_ctx = load_base(a.base)
     builder = PromptBuilder(tok, n_ctx)
     if dcfg.handcoded and not HANDCODED_FILE.exists():
@@ -255,11 +264,15 @@ def _train(a: argparse.Namespace) -> int:
         stream = build_stream(trajs, builder, sampler, dcfg, cfg.seed, cfg.negatives)
     cfg = replace(cfg, data=data_fingerprint(trajs, a.layouts, dcfg) + "/"
                   + prompt_fingerprint(trajs[0], builder, a.layouts, dcfg))
+    if init_folder is not None:
+        cfg = replace(cfg, init=f"{a.init_adapter}@{adapter_summary(init_folder)['sha1']}")
     if a.skip_finished and (done := finished_run(out, cfg)) is not None:
         print(json.dumps({"out": str(out), "already_trained": True, "updates": cfg.updates,
                           "final_train_loss": done["train"][-1]["loss"], "val": done["val"][-2:]}))
         return 0
     peft_model = add_lora(model, cfg)
+    if init_folder is not None:
+        init_lora(peft_model, init_folder, cfg)
     val = None if dcfg.val_tasks == "none" else (lambda: validation_sets(builder, retriever, dcfg))
     trainer = Trainer(peft_model, cfg, stream, val_sets=val, ckpt_dir=ckpt, autocast=a.autocast)
     log = trainer.fit(resume=a.resume)
@@ -294,6 +307,23 @@ def _train(a: argparse.Namespace) -> int:
     print(json.dumps({"out": str(out), "train_wall_s": log.wall_s, "updates_s": record["updates_s"],
                       "final_train_loss": log.train[-1]["loss"], "val": log.val[-2:]}))
     return 0
+
+
+def init_adapter_folder(name_or_folder: str) -> Path:
+    """The adapter folder behind ``--init-adapter``: a registered model's adapter, or a folder holding one."""
+    from workbench.models.adapters import adapter_dir
+    from workbench.models.registry import get_model_spec, list_models
+
+    spec = get_model_spec(name_or_folder)
+    if spec is not None and spec.adapter is not None:
+        return adapter_dir(spec)
+    folder = Path(name_or_folder)
+    if (folder / "adapter_config.json").exists() and (folder / "adapter_model.safetensors").exists():
+        return folder
+    registered = [n for n in list_models() if (s := get_model_spec(n)) and s.adapter]
+    raise FileNotFoundError(f"--init-adapter {name_or_folder}: neither a registered adapter model "
+                            f"({', '.join(registered)}) nor a folder with adapter_config.json and "
+                            "adapter_model.safetensors")
 
 
 def default_checkpoints(out: Path) -> Path:

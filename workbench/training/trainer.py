@@ -50,7 +50,7 @@ def resolve_autocast(mode: str) -> str:
     return ("bf16" if native_bf16() else "off") if mode == "auto" else mode
 
 
-__all__ = ["AUTOCAST_MODES", "native_bf16", "resolve_autocast", "TrainConfig", "add_lora", "example_loss", "example_losses", "ExampleLosses", "evaluate", "evaluate_loss",
+__all__ = ["AUTOCAST_MODES", "native_bf16", "resolve_autocast", "TrainConfig", "add_lora", "init_lora", "example_loss", "example_losses", "ExampleLosses", "evaluate", "evaluate_loss",
            "Trainer", "lr_at"]
 
 
@@ -68,6 +68,8 @@ class TrainConfig:
         eval_every / checkpoint_every: in updates (0: only at the end).
         data: a fingerprint of the training data (``train.data_fingerprint``): a checkpoint of a run on other
             data (other on-policy files, layouts or data options) is refused on resume, not continued.
+        init: the adapter the LoRA weights start from (``"<name or folder>@<sha1 of its weights>"``, see
+            :func:`init_lora`); empty: a fresh adapter (LoRA B = 0, the identity). Part of the identity when set.
     """
 
     seed: int = 0
@@ -88,6 +90,7 @@ class TrainConfig:
     checkpoint_every: int = 10
     keep_checkpoints: int = 2
     data: str = ""
+    init: str = ""
 
     def __post_init__(self) -> None:
         if self.keep_checkpoints < 1:
@@ -98,6 +101,8 @@ class TrainConfig:
         d["target_modules"] = list(self.target_modules)
         for k in ("eval_every", "checkpoint_every", "keep_checkpoints"):
             d.pop(k)  # bookkeeping: may change between a run and its resume
+        if not d["init"]:
+            d.pop("init")  # a fresh adapter: the identity of runs logged before warm starts existed
         return d
 
 
@@ -118,6 +123,44 @@ def add_lora(model: Any, cfg: TrainConfig) -> Any:
     lora = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
                       target_modules=list(cfg.target_modules), bias="none", task_type="CAUSAL_LM")
     return get_peft_model(model, lora)
+
+
+def init_lora(model: Any, folder: str | Path, cfg: TrainConfig) -> str:
+    """Load a trained adapter's LoRA weights (``folder``: adapter_config.json + adapter_model.safetensors) into the
+    fresh adapter of ``model`` (:func:`add_lora`), to continue training from it (a warm start). Returns the sha1
+    (12 hex digits) of the weights file, which goes into ``TrainConfig.init``.
+
+    Raises:
+        ValueError: the adapter's rank, alpha or target modules differ from ``cfg``'s, or its weights do not
+            cover every LoRA parameter of ``model`` (naming the folder and the mismatch).
+    """
+    import hashlib
+
+    from peft import set_peft_model_state_dict
+    from safetensors.torch import load_file
+
+    folder = Path(folder)
+    weights_file = folder / "adapter_model.safetensors"
+    conf_file = folder / "adapter_config.json"
+    if not weights_file.exists() or not conf_file.exists():
+        raise FileNotFoundError(f"{folder}: not a trained LoRA adapter (needs adapter_config.json and "
+                                "adapter_model.safetensors)")
+    conf = json.loads(conf_file.read_text())
+    want = {"r": cfg.lora_r, "lora_alpha": cfg.lora_alpha, "target_modules": sorted(cfg.target_modules)}
+    have = {"r": conf.get("r"), "lora_alpha": conf.get("lora_alpha"),
+            "target_modules": sorted(conf.get("target_modules") or [])}
+    if have != want:
+        diff = {k: (have[k], want[k]) for k in want if have[k] != want[k]}
+        raise ValueError(f"{conf_file}: the adapter to start from does not match this run (its value, this run's): "
+                         f"{diff}; pass the same --r / --alpha or start from another adapter")
+    weights = load_file(str(weights_file))
+    res = set_peft_model_state_dict(model, weights)
+    lora = [n for n, p in model.named_parameters() if p.requires_grad]
+    n_lora = sum(".lora_" in n for n in lora)
+    if res.unexpected_keys or n_lora != len(weights):
+        raise ValueError(f"{weights_file}: {len(weights)} tensors for {n_lora} LoRA parameters of this model "
+                         f"(unexpected: {list(res.unexpected_keys)[:3]}); the adapter was trained on another base")
+    return hashlib.sha1(weights_file.read_bytes()).hexdigest()[:12]
 
 
 @dataclass
@@ -260,8 +303,9 @@ class Trainer:
 
         state = json.loads((folder / "state.json").read_text())
         if state["config"] != self.cfg.identity():
-            diff = {k: (state["config"].get(k), v) for k, v in self.cfg.identity().items()
-                    if state["config"].get(k) != v}
+            mine = self.cfg.identity()
+            diff = {k: (state["config"].get(k), mine.get(k)) for k in {**state["config"], **mine}
+                    if state["config"].get(k) != mine.get(k)}
             raise ValueError(f"{folder}: --resume with different hyper-parameters {diff}; use a new checkpoint "
                              "folder or the same arguments")
         weights = load_file(str(folder / "adapter.safetensors"))
@@ -283,7 +327,7 @@ class Trainer:
         return dict(self._val_sets or {})
 
     def _validate(self) -> None:
-        if not any(v["update"] == 0 for v in self.log.val):
+        if not any(v["update"] == 0 for v in self.log.val) and not self.cfg.init:
             # The adapter starts as the identity (LoRA B = 0), so update 0's loss is the base model's: computed
             # here with the adapter disabled, it needs the validation data only when the first check is due.
             with self.model.disable_adapter():
@@ -301,6 +345,9 @@ class Trainer:
         cfg = self.cfg
         if resume and (ck := self.latest_checkpoint()) is not None:
             self.load_checkpoint(ck)
+        if self.cfg.init and self._val_sets and self.update == 0 and not any(v["update"] == 0 for v in self.log.val):
+            # A warm start's update 0 is the adapter it starts from (not the base): measured before it moves.
+            self._val_losses(0)
         t0 = time.perf_counter() - self.log.wall_s
         self.model.train()
         bar = tqdm(total=cfg.updates, initial=self.update, desc="LoRA updates", disable=not self.progress)
