@@ -53,6 +53,32 @@ def test_a_run_resumed_under_another_commit_keeps_the_versions_it_was_played_wit
     assert [v["git_commit"] for v in record["earlier_versions"]] == ["bbb", "aaa"]  # each earlier one once
 
 
+def test_a_run_records_its_adapter_and_refuses_to_resume_on_a_retrained_one(tmp_path):
+    from workbench.eval.runner import check_resume, write_run_config
+    from workbench.models.adapters import adapter_hash
+    from workbench.models.registry import get_model_spec
+
+    adapter = tmp_path / "adapter"  # an adapter folder as training writes it (only its bytes are hashed here)
+    adapter.mkdir()
+    base_id = get_model_spec("smollm2-135m-instruct").hf_id
+    (adapter / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": base_id, "r": 16}))
+    (adapter / "adapter_model.safetensors").write_bytes(b"weights of iteration 1")
+    cfg = RunConfig(out=str(tmp_path / "r"), tasks="0:1", model=str(adapter))
+    write_run_config(cfg)
+    assert json.loads((tmp_path / "r" / "config.json").read_text())["model_adapter"] == adapter_hash(adapter)
+    assert check_resume(cfg, resume=True) == set()  # the same weights: resumes
+    (adapter / "adapter_model.safetensors").write_bytes(b"weights retrained under the same folder")
+    with pytest.raises(ValueError, match="adapter of model .* changed since this run began"):
+        check_resume(cfg, resume=True)
+    # a registered adapter model records its hash too; a model without an adapter records none
+    v1 = RunConfig(out=str(tmp_path / "v1"), tasks="0:1", model="smollm2-135m-alfworld")
+    write_run_config(v1)
+    assert len(json.loads((tmp_path / "v1" / "config.json").read_text())["model_adapter"]) == 10
+    base = RunConfig(out=str(tmp_path / "base"), tasks="0:1", model="smollm2-135m-instruct")
+    write_run_config(base)
+    assert "model_adapter" not in json.loads((tmp_path / "base" / "config.json").read_text())
+
+
 def test_teacher_forcing_only_run(tiny_model_dir, tmp_path):
     """tasks: none plays no episode; its teacher forcing is the one a run with episodes writes."""
     only = RunConfig(out=str(tmp_path / "tf"), model=str(tiny_model_dir), tasks="none", teacher_forcing_tasks="0:2",

@@ -199,6 +199,12 @@ def select_tasks(cfg: RunConfig, spec: str | None = None) -> list[Task]:
     return [tasks[i] for i in parse_task_slice(spec or cfg.tasks, len(tasks))]
 
 
+def model_adapter_hash(model: str) -> str | None:
+    from workbench.models.adapters import model_adapter_hash as adapter_of
+
+    return adapter_of(model)
+
+
 def versions() -> dict:
     out = {"python": platform.python_version()}
     for name in _VERSIONED:
@@ -235,7 +241,11 @@ def check_resume(cfg: RunConfig, resume: bool) -> set[str]:
         elif old != cfg.identity():
             diff = {k: (old.get(k), v) for k, v in cfg.identity().items() if old.get(k) != v}
             raise ValueError(f"{cfg_path}: --resume with different parameters {diff}; use a new --out")
-        elif cfg.memory_base and (then := saved.get("memory_base_digest")):
+        if resume and (then := saved.get("model_adapter")) and then != (now := model_adapter_hash(cfg.model)):
+            raise ValueError(f"{cfg_path}: --resume, but the adapter of model {cfg.model} changed since this run "
+                             f"began ({then} -> {now}: it was retrained); its episodes would mix two agents: "
+                             "evaluate it in a new --out")
+        if resume and cfg.memory_base and (then := saved.get("memory_base_digest")):
             now = memory_base_digest(cfg)
             if now != then:
                 raise ValueError(f"{cfg_path}: --resume, but the memory base {cfg.memory_base} changed since this run "
@@ -265,6 +275,8 @@ def write_run_config(cfg: RunConfig) -> None:
     earlier = [v for i, v in enumerate(earlier) if v != record["versions"] and v not in earlier[:i]]
     if earlier:
         record["earlier_versions"] = earlier
+    if (adapter := model_adapter_hash(cfg.model)) is not None:  # which weights under the model's name (ditto)
+        record["model_adapter"] = adapter
     if cfg.memory_base:  # which state of an editable base the episodes read (resume refuses another)
         record["memory_base_digest"] = memory_base_digest(cfg)
     atomic_write_text(out / "config.json", json.dumps(record, indent=1))
