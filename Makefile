@@ -112,9 +112,11 @@ train-agent: install
 	$(V2_TRAIN) --out workbench/assets/adapters/smollm2-135m-alfworld-v2 --init-adapter smollm2-135m-alfworld \
 		--on-policy runs/dagger/it0/labelled.jsonl --on-policy runs/dagger/it1/labelled.jsonl
 
-# DAgger's effect (issue 14): the same recipe on the expert trajectories alone, under the same layouts (no rollouts)
+# DAgger's effect (issue 14): the same recipe on the expert trajectories alone, under the same layouts (no rollouts),
+# from the same start (v1's weights) as v2's final step. The fresh-adapter control that went with the from-scratch v2
+# is kept in runs/dagger/expert-only-scratch/adapter (trained as runs/dagger/expert-only/adapter).
 train-agent-v2-expert-only: install
-	$(V2_TRAIN) --skip-finished --out runs/dagger/expert-only/adapter
+	$(V2_TRAIN) --skip-finished --out runs/dagger/expert-only/adapter --init-adapter smollm2-135m-alfworld
 
 # Agent v2's evaluation (issue 14), every step resumable (run the target again after a kill): v1's and v2's memory
 # conditions and controls on all 134 valid_unseen tasks, both agents under the 14 layouts (valid_seen teacher
