@@ -81,8 +81,9 @@ def test_a_card_names_the_registered_model_and_its_recipe(tmp_path):
     v1 = Path(workbench.__file__).parent / get_model_spec("smollm2-135m-alfworld").adapter
     v2 = Path(workbench.__file__).parent / get_model_spec("smollm2-135m-alfworld-v2").adapter
     assert _identity(v1, {"out": "x"}) == ("smollm2-135m-alfworld",
-                                           "`make train-agent-v1` (`python -m workbench.training.train --out x ...` "
-                                           "(the exact arguments are in `training_log.json`))")
+                                           "`make train-agent-v1` (its training step: `python -m "
+                                           "workbench.training.train --out x ...`; the exact arguments are in "
+                                           "`training_log.json`)")
     assert _identity(v2, {"out": "y"})[0] == "smollm2-135m-alfworld-v2"
     assert _identity(v2, {"out": "y"})[1].startswith("`make train-agent` ")
     title, regenerate = _identity(tmp_path, {"out": "runs/dagger/it0/adapter"})

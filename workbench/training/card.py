@@ -66,13 +66,13 @@ def _identity(folder: str | Path, record: dict) -> tuple[str, str]:
     from workbench.models.registry import get_model_spec, list_models
 
     here = Path(folder).resolve()
-    command = (f"`python -m workbench.training.train --out {record.get('out', Path(folder).as_posix())} ...` "
-               "(the exact arguments are in `training_log.json`)")
+    command = (f"`python -m workbench.training.train --out {record.get('out', Path(folder).as_posix())} ...`; "
+               "the exact arguments are in `training_log.json`")
     for name in list_models():
         spec = get_model_spec(name)
         folder_of = adapter_path(spec) if spec else None
         if folder_of is not None and folder_of.resolve() == here:
-            return name, (f"`{spec.recipe}` ({command})" if spec.recipe else command)
+            return name, (f"`{spec.recipe}` (its training step: {command})" if spec.recipe else command)
     return record.get("out", Path(folder).as_posix()), command
 
 
