@@ -28,7 +28,11 @@ def test_missing_adapter_names_the_path_and_the_make_target(tmp_path):
         load_with_adapter(spec)
     assert str(tmp_path / "absent") in str(e.value) and "workbench.training.train --out" in str(e.value)
     v2 = get_model_spec("smollm2-135m-alfworld-v2")  # until trained, loading it says how to train it
-    assert v2.base == "smollm2-135m-instruct" and "make train-agent" in v2.description and v2.recipe == "make train-agent"
+    assert v2.base == "smollm2-135m-instruct" and v2.recipe == "make train-agent"
+    missing = ModelSpec(name="v2-elsewhere", hf_id=v2.hf_id, adapter=str(tmp_path / "absent"), base=v2.base,
+                        recipe=v2.recipe)
+    with pytest.raises(ModelNotFoundError, match="It is trained, not downloaded: `make train-agent`"):
+        load_with_adapter(missing)
 
 
 def test_an_adapter_folder_loads_over_its_registered_base(tmp_path):

@@ -42,7 +42,7 @@ def adapter_dir(spec: ModelSpec) -> Path:
     if missing:
         raise ModelNotFoundError(
             f"model '{spec.name}': the LoRA adapter folder {folder} lacks {', '.join(missing)}. "
-            f"It is trained, not downloaded ({spec.description or 'python -m workbench.training.train --out ' + str(folder)}); "
+            f"It is trained, not downloaded: `{spec.recipe or 'python -m workbench.training.train --out ' + str(folder)}`; "
             f"or load the untrained base as '{spec.base}'."
         )
     return folder

@@ -132,7 +132,7 @@ register_model(
         adapter="assets/adapters/smollm2-135m-alfworld",
         base="smollm2-135m-instruct",
         description="SmolLM2-135M-Instruct + LoRA behaviour-cloned on ALFWorld valid_train experts "
-        "(memory-conditioned; merged once into fp32 safetensors; `make train-agent-v1` retrains it)",
+        "(memory-conditioned; merged once into fp32 safetensors)",
         recipe="make train-agent-v1",
     )
 )
@@ -143,8 +143,8 @@ register_model(
         hf_id="HuggingFaceTB/SmolLM2-135M-Instruct",
         adapter="assets/adapters/smollm2-135m-alfworld-v2",
         base="smollm2-135m-instruct",
-        description="SmolLM2-135M-Instruct + LoRA cloned on expert and DAgger on-policy states under every "
-        "evaluated memory layout (the memory-literate agent; `make train-agent` trains it)",
+        description="SmolLM2-135M-Instruct + LoRA: v1 trained on with expert and DAgger on-policy states under every "
+        "evaluated memory layout (the memory-literate agent)",
         recipe="make train-agent",
     )
 )
