@@ -25,8 +25,14 @@ def test_action_patterns_tell_an_oscillating_agent_from_a_working_one():
     waiter = action_patterns([_traj(["look", "look", "look"])])
     assert waiter["repeat"] == 1.0 and waiter["oscillation"] == 0.0  # staying put is not oscillating
     assert action_patterns([_traj(["look"])]) == {"oscillation": 0.0, "repeat": 0.0, "distinct_actions": 1,
-                                                  "navigation": 0.0, "took_object": 0.0, "failed_oscillation": 0.0,
-                                                  "failed_oscillating": 0.0}
+                                                  "navigation": 0.0, "took_object": 0.0, "put_back": None,
+                                                  "failed_oscillation": 0.0, "failed_oscillating": 0.0}
+    # an undo: what is taken goes straight back where it was (the worker's take is carried on, not undone)
+    undoer = _traj(["take mug 1 from countertop 1", "put mug 1 in/on countertop 1", "take mug 1 from countertop 1",
+                    "put mug 1 in/on countertop 1", "take mug 1 from countertop 1", "go to cabinet 1"])
+    assert action_patterns([undoer])["put_back"] == pytest.approx(2 / 3)
+    assert action_patterns([worker])["put_back"] == 0.0
+    assert action_patterns([undoer, worker])["put_back"] == pytest.approx(2 / 4)
     # over the failed episodes only: the stuck one loops, a failure that keeps moving does not
     wanderer = _traj(["go to safe 1", "go to cabinet 4", "go to safe 1", "go to desk 1", "go to bed 1", "go to shelf 2"])
     failed = action_patterns([stuck, worker, wanderer])

@@ -305,3 +305,16 @@ def test_a_dtype_table_pairs_the_bf16_twin_and_counts_same_choices_right_or_wron
     assert "same_decision" not in across["episodes"]
     assert "| traj | m-bf16 vs m (TF steps) | 4 | 25.0% | 50.0% | -25.0 pts | 0 | 1 | 1 | 50.0% |" in md
     assert "| m-bf16 | traj | bfloat16 |" in md and "dtype: bfloat16, float32" in md
+
+
+def test_a_record_older_than_a_measure_gets_it_from_its_episodes(tmp_path):
+    from workbench.memory.trajectory import Step, Trajectory, write_jsonl
+
+    folder = make_folder(tmp_path, "m", "traj", [False, True], None)
+    acts = [["take mug 1 from desk 1", "put mug 1 in/on desk 1"], ["take mug 1 from desk 1", "go to shelf 1"]]
+    write_jsonl(folder / "trajectories.jsonl", [
+        Trajectory(task_id=f"t{i}", goal="g", success=bool(i), steps=tuple(Step(observation="o", action=x) for x in a))
+        for i, a in enumerate(acts)])
+    row = folder_table(tmp_path, ["m"], ["traj"])[0]
+    assert row["action_patterns"]["put_back"] == 0.5  # recomputed: the recorded patterns predate put_back
+    assert row["action_patterns"]["oscillation"] == 0.0  # and every measure with it, from the same episodes

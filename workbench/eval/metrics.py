@@ -39,7 +39,9 @@ def action_patterns(trajs: list[Trajectory]) -> dict:
         ``oscillation``: share of steps, from each episode's third on, that go back to the action of two steps
         before while differing from the last one (A, B, A, B, ...); ``repeat``: share of steps that repeat the last
         action; ``distinct_actions``: mean number of different actions per episode; ``navigation``: share of
-        ``go to`` actions; ``took_object``: share of episodes with at least one ``take``; over the failed episodes
+        ``go to`` actions; ``took_object``: share of episodes with at least one ``take``; ``put_back``: share of the
+        ``take X from Y`` actions whose next action is ``put X in/on Y`` (an undo: the object goes straight back where
+        it was; None without takes); over the failed episodes
         only, ``failed_oscillation`` (their oscillation step share) and ``failed_oscillating`` (the share of them
         where at least half the steps from the third on oscillate: a failure that loops between two actions).
     """
@@ -68,7 +70,20 @@ def _moves(acts: list[list[str]]) -> dict:
         "distinct_actions": mean(len(set(a)) for a in acts) if acts else 0.0,
         "navigation": sum(x.startswith("go to ") for a in acts for x in a) / steps if steps else 0.0,
         "took_object": sum(any(x.startswith("take ") for x in a) for a in acts) / len(acts) if acts else 0.0,
+        "put_back": _put_back(acts),
     }
+
+
+def _put_back(acts: list[list[str]]) -> float | None:
+    """Share of ``take X from Y`` actions followed at once by ``put X in/on Y`` (None: no take at all)."""
+    takes = back = 0
+    for a in acts:
+        for x, y in zip(a, a[1:] + [""]):
+            if x.startswith("take ") and " from " in x:
+                obj, _, place = x[len("take "):].partition(" from ")
+                takes += 1
+                back += y == f"put {obj} in/on {place}"
+    return back / takes if takes else None
 
 
 def memory_following(trajs: list[Trajectory], memory_actions: Mapping[str, Sequence[str]]) -> dict:

@@ -260,8 +260,25 @@ def folder_table(root: Path, models: list[str], conds: list[str]) -> list[dict]:
                          "memory_tokens": m.get("memory_tokens"), "tf_steps": tf.get("n_steps"),
                          "tf_accuracy": tf.get("accuracy"), "tf_mean_p_expert": tf.get("mean_p_expert"),
                          "by_task_type": {k: v["success_rate"] for k, v in (m.get("by_task_type") or {}).items()},
-                         "action_patterns": m.get("action_patterns"), "sr_at_k": m.get("sr_at_k")})
+                         "action_patterns": _action_patterns(folder, m), "sr_at_k": m.get("sr_at_k")})
     return rows
+
+
+def _action_patterns(folder: Path, metrics: dict) -> dict | None:
+    """A run's action patterns as ``metrics.json`` recorded them, or recomputed from its episodes where that
+    record predates one of the current measures (it lacks a key ``action_patterns`` now returns)."""
+    from workbench.eval.metrics import action_patterns
+    from workbench.memory.trajectory import Trajectory, TrajectoryFormatError, read_jsonl
+
+    recorded = metrics.get("action_patterns")
+    rows = folder / "trajectories.jsonl"
+    if not recorded or set(action_patterns([])) <= set(recorded) or not rows.exists():
+        return recorded
+    try:
+        trajs = read_jsonl(rows, Trajectory)
+    except TrajectoryFormatError:  # episodes this version cannot read: what was recorded when they were played
+        return recorded
+    return action_patterns(trajs) if trajs else recorded
 
 
 def read_table(path: Path) -> dict:

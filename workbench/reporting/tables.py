@@ -124,18 +124,19 @@ def rows_markdown(rows: list[dict], paired: list[dict] = (), compare_dtypes: boo
     if moves:
         lines += ["", "How the episodes move (`workbench.eval.metrics.action_patterns`): oscillation = steps going back "
                   "to the action of two steps before (A, B, A, B); repeat = the last action again; go to = share of "
-                  "navigation actions; take = episodes that ever pick something up; failed: the oscillation of the "
+                  "navigation actions; take = episodes that ever pick something up; put back = takes undone by the next "
+                  "action (the object put straight back where it was taken); failed: the oscillation of the "
                   "failed episodes alone, and the share of them that loop (at least half their steps oscillate; "
                   "– where a row was written before these were kept):", "",
-                  "| model | memory | oscillation | repeat | distinct actions / episode | go to | take | failed: "
-                  "oscillation | failed: looping |",
-                  "|---|---|---|---|---|---|---|---|---|"]
+                  "| model | memory | oscillation | repeat | distinct actions / episode | go to | take | put back | "
+                  "failed: oscillation | failed: looping |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
         opt = lambda p, k: pct(p[k]) if p.get(k) is not None else "–"  # noqa: E731
         for r in moves:
             p = r["action_patterns"]
             lines.append(f"| {r['model']} | {r['memory']} | {pct(p['oscillation'])} | {pct(p['repeat'])} | "
                          f"{p['distinct_actions']:.1f} | {pct(p['navigation'])} | {pct(p['took_object'])} | "
-                         f"{opt(p, 'failed_oscillation')} | {opt(p, 'failed_oscillating')} |")
+                         f"{opt(p, 'put_back')} | {opt(p, 'failed_oscillation')} | {opt(p, 'failed_oscillating')} |")
     if paired:
         lines += ["", "Paired comparisons (items both conditions scored; exact McNemar test on the discordant ones):",
                   "", "| model | A vs B | items | A | B | A − B | only A | only B | p |",
