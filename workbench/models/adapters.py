@@ -15,7 +15,7 @@ import torch
 
 from workbench.models.registry import ModelSpec, cache_root, cached_model_folder, get_model_spec
 
-__all__ = ["adapter_dir", "adapter_path", "adapter_hash", "model_adapter_hash", "load_with_adapter", "ADAPTER_FILES"]
+__all__ = ["adapter_dir", "adapter_folder", "adapter_path", "adapter_hash", "model_adapter_hash", "load_with_adapter", "ADAPTER_FILES"]
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
@@ -56,19 +56,22 @@ def adapter_hash(folder: Path) -> str:
     return h.hexdigest()[:10]
 
 
-def model_adapter_hash(name_or_path: str) -> str | None:
-    """The :func:`adapter_hash` of the adapter a model name or path loads (a registered adapter model, or an adapter
-    folder such as a DAgger iteration's); None for a model without one, or one not trained yet. A run records it,
-    so episodes played under one name before and after the adapter was retrained are told apart."""
-    from workbench.models.loading import _adapter_folder_spec
-
+def adapter_folder(name_or_path: str) -> Path | None:
+    """The adapter folder a model name or path names: a registered adapter model's (:func:`adapter_path`, trained
+    or not), or a folder holding :data:`ADAPTER_FILES` (a training output such as a DAgger iteration's); None for
+    anything else (a base model, an HF folder or id)."""
     spec = get_model_spec(name_or_path)
-    if spec is None:
-        try:
-            spec = _adapter_folder_spec(name_or_path)
-        except Exception:  # noqa: BLE001 - not an adapter over a registered base: loading says why, not this
-            return None
-    folder = adapter_path(spec) if spec is not None else None
+    if spec is not None:
+        return adapter_path(spec)
+    folder = Path(name_or_path).expanduser()
+    return folder if all((folder / f).exists() for f in ADAPTER_FILES) else None
+
+
+def model_adapter_hash(name_or_path: str) -> str | None:
+    """The :func:`adapter_hash` of the adapter a model name or path loads (:func:`adapter_folder`); None for a model
+    without one, or one not trained yet. A run records it, so episodes played under one name before and after the
+    adapter was retrained are told apart."""
+    folder = adapter_folder(name_or_path)
     if folder is None or not all((folder / f).exists() for f in ADAPTER_FILES):
         return None
     return adapter_hash(folder)

@@ -311,14 +311,13 @@ def _train(a: argparse.Namespace) -> int:
 
 def init_adapter_folder(name_or_folder: str) -> Path:
     """The adapter folder behind ``--init-adapter``: a registered model's adapter, or a folder holding one."""
-    from workbench.models.adapters import adapter_dir
+    from workbench.models.adapters import adapter_dir, adapter_folder
     from workbench.models.registry import get_model_spec, list_models
 
     spec = get_model_spec(name_or_folder)
     if spec is not None and spec.adapter is not None:
-        return adapter_dir(spec)
-    folder = Path(name_or_folder)
-    if (folder / "adapter_config.json").exists() and (folder / "adapter_model.safetensors").exists():
+        return adapter_dir(spec)  # a registered adapter not trained yet: its error says how to train it
+    if spec is None and (folder := adapter_folder(name_or_folder)) is not None:
         return folder
     registered = [n for n in list_models() if (s := get_model_spec(n)) and s.adapter]
     raise FileNotFoundError(f"--init-adapter {name_or_folder}: neither a registered adapter model "

@@ -125,17 +125,15 @@ def add_lora(model: Any, cfg: TrainConfig) -> Any:
     return get_peft_model(model, lora)
 
 
-def init_lora(model: Any, folder: str | Path, cfg: TrainConfig) -> str:
+def init_lora(model: Any, folder: str | Path, cfg: TrainConfig) -> None:
     """Load a trained adapter's LoRA weights (``folder``: adapter_config.json + adapter_model.safetensors) into the
-    fresh adapter of ``model`` (:func:`add_lora`), to continue training from it (a warm start). Returns the sha1
-    (12 hex digits) of the weights file, which goes into ``TrainConfig.init``.
+    fresh adapter of ``model`` (:func:`add_lora`), to continue training from it (a warm start; ``TrainConfig.init``
+    names it with the sha1 of its weights, ``card.adapter_summary``).
 
     Raises:
         ValueError: the adapter's rank, alpha or target modules differ from ``cfg``'s, or its weights do not
             cover every LoRA parameter of ``model`` (naming the folder and the mismatch).
     """
-    import hashlib
-
     from peft import set_peft_model_state_dict
     from safetensors.torch import load_file
 
@@ -160,7 +158,6 @@ def init_lora(model: Any, folder: str | Path, cfg: TrainConfig) -> str:
     if res.unexpected_keys or n_lora != len(weights):
         raise ValueError(f"{weights_file}: {len(weights)} tensors for {n_lora} LoRA parameters of this model "
                          f"(unexpected: {list(res.unexpected_keys)[:3]}); the adapter was trained on another base")
-    return hashlib.sha1(weights_file.read_bytes()).hexdigest()[:12]
 
 
 @dataclass
