@@ -75,7 +75,7 @@ class RunConfig:
     split: str = "valid_unseen"
     tasks: str = "0:20"
     memory: str = "traj"
-    model: str = DEFAULT_AGENT  # the behaviour-cloned SmolLM2; "smollm2-135m-instruct" is the untrained one
+    model: str = DEFAULT_AGENT  # agent v2; "smollm2-135m-alfworld" is v1, "smollm2-135m-instruct" the untrained model
     retriever: str = "minilm"
     max_steps: int = 50
     task_types: tuple[str, ...] = ()

@@ -10,7 +10,7 @@ from workbench.models.registry import DEFAULT_AGENT
 
 __all__ = ["PROFILES", "notebook_parameters"]
 
-TRAINED = DEFAULT_AGENT  # the notebooks follow the default agent (v1 until v2 is shown to match it on Traj)
+TRAINED = DEFAULT_AGENT  # the notebooks follow the default agent (v2 since 2026-12-04)
 FULL_MODELS = ["smollm2-135m-instruct", TRAINED]
 
 PROFILES: dict[str, dict[str, dict]] = {
