@@ -70,3 +70,12 @@ def test_memory_tokens_weigh_every_episode_the_same():
     # (pooling the 60 steps would give 133)
     m = episode_metrics([ep(50, 100, "a"), ep(10, 300, "b")])
     assert m["memory_tokens"] == 200 and m["prompt_tokens"] == 300
+
+
+def test_memory_tokens_count_the_reminders_a_proactive_run_injects():
+    # a proactive run: no memory block, a 40-token reminder at one step of two -> 20 memory tokens per step; the
+    # prompt's own memory block (here 0) and the reminder add up
+    t = _traj(["look", "look"]).model_copy(update={"task_id": "a", "meta": {"steps": [
+        {"memory_tokens": 0, "prompt_tokens": 100, "reminder": "the mug is in the fridge", "reminder_tokens": 40},
+        {"memory_tokens": 0, "prompt_tokens": 60}]}})
+    assert episode_metrics([t])["memory_tokens"] == 20

@@ -24,11 +24,12 @@ def success_rate_at(trajs: list[Trajectory], k: int) -> float:
     return sum(t.success and t.n_steps <= k for t in trajs) / len(trajs)
 
 
-def _step_mean(trajs: list[Trajectory], key: str) -> float:
+def _step_mean(trajs: list[Trajectory], key: str, plus: str | None = None) -> float:
     """The mean over episodes of each episode's mean per step: every episode weighs the same, so a failed
     50-step episode does not count five times a 10-step success (AGMR's "average token number of memory
-    entries" is one value per retrieved entry)."""
-    per_episode = [mean(v) for t in trajs if (v := [s[key] for s in t.meta.get("steps", []) if key in s])]
+    entries" is one value per retrieved entry). ``plus``: a per-step field added where a step has it."""
+    per_episode = [mean(v) for t in trajs
+                   if (v := [s[key] + s.get(plus, 0) if plus else s[key] for s in t.meta.get("steps", []) if key in s])]
     return mean(per_episode) if per_episode else 0.0
 
 
@@ -121,8 +122,9 @@ def episode_metrics(trajs: list[Trajectory]) -> dict:
 
     Returns:
         ``n_episodes``, ``success_rate``, ``avg_steps`` (all episodes), ``avg_steps_success``,
-        ``memory_tokens`` (memory-block tokens, model tokenizer: each episode's mean per step, averaged over
-        episodes), ``prompt_tokens`` (likewise), ``sr_at_k`` ({k: SR@k}, every 5 steps), ``action_patterns`` (``action_patterns``), ``behaviour``
+        ``memory_tokens`` (the prompt's memory tokens, model tokenizer: the memory block plus, in proactive
+        runs, the reminder or the passively exposed bank injected at that step; each episode's mean per step,
+        averaged over episodes), ``prompt_tokens`` (likewise), ``sr_at_k`` ({k: SR@k}, every 5 steps), ``action_patterns`` (``action_patterns``), ``behaviour``
         (recovery, repetition, recurrence: ``workbench.eval.behaviour``), and where the run has the records
         ``max_memory_o200k`` and ``episodic_share`` (working-memory runs), ``interventions`` (proactive runs).
     """
@@ -133,7 +135,7 @@ def episode_metrics(trajs: list[Trajectory]) -> dict:
         "success_rate": len(succ) / n if n else 0.0,
         "avg_steps": mean(t.n_steps for t in trajs) if trajs else 0.0,
         "avg_steps_success": mean(t.n_steps for t in succ) if succ else None,
-        "memory_tokens": _step_mean(trajs, "memory_tokens"),
+        "memory_tokens": _step_mean(trajs, "memory_tokens", plus="reminder_tokens"),
         "prompt_tokens": _step_mean(trajs, "prompt_tokens"),
         "sr_at_k": {str(k): success_rate_at(trajs, k) for k in SR_KS},
         "action_patterns": action_patterns(trajs),
