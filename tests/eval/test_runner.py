@@ -14,6 +14,7 @@ from workbench.cli import main
 from workbench.eval.metrics import episode_metrics, success_rate_at
 from workbench.eval.runner import RunConfig, parse_task_slice, run
 from workbench.memory.trajectory import Step, Trajectory, TrajectoryFormatError, iter_jsonl_dicts, read_jsonl
+from workbench.models.registry import DEFAULT_AGENT
 
 WB = [sys.executable, "-m", "workbench.cli"]
 
@@ -128,8 +129,8 @@ def test_run_writes_outputs_and_resume_after_kill(tmp_path, smollm):
     with pytest.raises(ValueError, match="max_steps"):
         run(RunConfig(out=str(out), split="valid_unseen", tasks="0:3", memory="none", max_steps=7,
                       teacher_forcing=False, model=smollm.name), resume=True, progress=False, lm=smollm)
-    # the loaded model must be the one the config names (config.json records it)
-    with pytest.raises(ValueError, match="config says model='smollm2-135m-alfworld'"):
+    # the loaded model must be the one the config names (config.json records it; the default: DEFAULT_AGENT)
+    with pytest.raises(ValueError, match=f"config says model='{DEFAULT_AGENT}'"):
         run(RunConfig(out=str(tmp_path / "other"), tasks="0:1", memory="none"), progress=False, lm=smollm)
     assert not (tmp_path / "other").exists()
 
