@@ -12,7 +12,8 @@ from workbench.models.registry import DEFAULT_AGENT
 __all__ = ["main"]
 
 MODEL_HELP = (f"a registered name ({DEFAULT_AGENT}: the default agent; smollm2-135m-alfworld: agent v1, "
-              "behaviour-cloned on expert states; smollm2-135m-instruct: the untrained model), a local HF folder, or an id in the HF cache")
+              "behaviour-cloned on expert states; smollm2-135m-instruct: the untrained model), a local HF folder, "
+              "or an id in the HF cache")
 _SUMMARY = ("n_episodes", "success_rate", "avg_steps", "memory_tokens")  # what run / merge-runs print
 
 

@@ -28,8 +28,10 @@ def _step_mean(trajs: list[Trajectory], key: str, plus: str | None = None) -> fl
     """The mean over episodes of each episode's mean per step: every episode weighs the same, so a failed
     50-step episode does not count five times a 10-step success (AGMR's "average token number of memory
     entries" is one value per retrieved entry). ``plus``: a per-step field added where a step has it."""
-    per_episode = [mean(v) for t in trajs
-                   if (v := [s[key] + s.get(plus, 0) if plus else s[key] for s in t.meta.get("steps", []) if key in s])]
+    def value(step: dict) -> float:
+        return step[key] + (step.get(plus, 0) if plus else 0)
+
+    per_episode = [mean(v) for t in trajs if (v := [value(s) for s in t.meta.get("steps", []) if key in s])]
     return mean(per_episode) if per_episode else 0.0
 
 
@@ -124,8 +126,9 @@ def episode_metrics(trajs: list[Trajectory]) -> dict:
         ``n_episodes``, ``success_rate``, ``avg_steps`` (all episodes), ``avg_steps_success``,
         ``memory_tokens`` (the prompt's memory tokens, model tokenizer: the memory block plus, in proactive
         runs, the reminder or the passively exposed bank injected at that step; each episode's mean per step,
-        averaged over episodes), ``prompt_tokens`` (likewise), ``sr_at_k`` ({k: SR@k}, every 5 steps), ``action_patterns`` (``action_patterns``), ``behaviour``
-        (recovery, repetition, recurrence: ``workbench.eval.behaviour``), and where the run has the records
+        averaged over episodes), ``prompt_tokens`` (likewise), ``sr_at_k`` ({k: SR@k}, every 5 steps),
+        ``action_patterns`` (``action_patterns``), ``behaviour`` (recovery, repetition, recurrence:
+        ``workbench.eval.behaviour``), and where the run has the records
         ``max_memory_o200k`` and ``episodic_share`` (working-memory runs), ``interventions`` (proactive runs).
     """
     n = len(trajs)
