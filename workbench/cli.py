@@ -340,7 +340,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--resume", action="store_true", help="continue a killed run: skips finished episodes")
     r.add_argument("--no-teacher-forcing", action="store_true")
     r.add_argument("--teacher-forcing-tasks", metavar="SLICE", help="teacher-force this slice instead of --tasks")
-    r.add_argument("--decode", default="score", help="score (likelihood over admissible) | generate (Thought/Action)")
+    from workbench.agents.loop import DECODES
+
+    r.add_argument("--decode", default="score", choices=DECODES,
+                   help="score: the admissible command of highest likelihood (default) | generate: write "
+                        "Thought/Action, mapped to an admissible command | generate-verbatim: write it and execute "
+                        "it as written (an invalid command is answered 'Nothing happens.', as in the papers)")
     _dtype_arg(r)
     _executor_args(r)
     r.set_defaults(fn=_cmd_run)

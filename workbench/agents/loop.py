@@ -20,7 +20,14 @@ from workbench.models.scoring import ActionScorer, ForwardLayout, ScoreResult
 from workbench.prompts.layout import BuiltPrompt, PromptBuilder
 from workbench.prompts.working_memory import build_working_memory_prompt
 
-__all__ = ["StepInstrument", "Agent", "EpisodeResult", "build_prompt"]
+__all__ = ["DECODES", "StepInstrument", "Agent", "EpisodeResult", "build_prompt"]
+
+# How the action model acts. ``score``: pick the admissible command of highest length-normalised likelihood (the
+# SmolLM2 default; the agent cannot write an invalid command). ``generate``: write ``Thought:/Action:``, parse the
+# action and map it to an admissible command (closest by words when no exact match). ``generate-verbatim``: write
+# it and execute the action as written, as a ReAct agent in the papers does, so ALFWorld answers an invalid
+# command "Nothing happens." (what MemArbiter's failure-response metrics, Table 5 (a), count).
+DECODES = ("score", "generate", "generate-verbatim")
 
 
 class StepInstrument(Protocol):
@@ -68,8 +75,9 @@ class Agent:
         scorer: the :class:`ActionScorer` (its model, its KV cache).
         builder: the :class:`PromptBuilder` for that model's tokenizer.
         keep_prompts: keep every step's BuiltPrompt in the result (the instruments need spans).
-        decode: ``score`` (likelihood over admissible commands) or ``generate`` (write ``Thought:/Action:``
-            and parse it; for larger models).
+        decode: one of :data:`DECODES`: ``score`` (likelihood over admissible commands), ``generate`` (write
+            ``Thought:/Action:`` and map the action to an admissible command) or ``generate-verbatim`` (write it
+            and execute it as written).
         record_admissible: keep each step's admissible commands in its record (on-policy data needs them to
             label the state and to draw negatives).
     """
@@ -81,8 +89,8 @@ class Agent:
     record_admissible: bool = False
 
     def __post_init__(self) -> None:
-        if self.decode not in ("score", "generate"):
-            raise ValueError(f"decode '{self.decode}': expected 'score' or 'generate'")
+        if self.decode not in DECODES:
+            raise ValueError(f"decode '{self.decode}': expected one of {', '.join(DECODES)}")
 
     @classmethod
     def from_model(cls, lm: Any, reuse_cache: bool = True, **kw) -> "Agent":
@@ -144,9 +152,10 @@ class Agent:
                 **block.record,
             }
             thought = None
-            if self.decode == "generate":
+            if self.decode != "score":
                 gen = generate_action(self.scorer.lm, prompt.tokens, admissible)
-                action, thought = gen.action, gen.thought
+                verbatim = self.decode == "generate-verbatim"
+                action, thought = (gen.parsed if verbatim else gen.action), gen.thought
                 record.update(generated=gen.text, parsed_action=gen.parsed, exact_parse=gen.exact)
             else:
                 scored = self.decide(prompt, admissible, instruments)

@@ -53,7 +53,9 @@ class RunConfig:
         retriever: retriever for ``traj`` (minilm, bm25).
         task_types: optional filter by short task type.
         teacher_forcing: also compute teacher-forced next-action accuracy on the tasks' expert plans.
-        decode: ``score`` (likelihood over admissible commands) or ``generate`` (Thought/Action, big models).
+        decode: ``score`` (likelihood over admissible commands), ``generate`` (Thought/Action mapped to an
+            admissible command) or ``generate-verbatim`` (Thought/Action executed as written: ALFWorld answers an
+            invalid command "Nothing happens."); see ``workbench.agents.loop.DECODES``.
         dtype: the model's weights and activations: ``float32`` or ``bfloat16`` (see the README for which
             batch runs use and why).
         teacher_forcing_tasks: the slice teacher forcing scores, when it is not ``tasks`` (teacher forcing is
@@ -103,6 +105,10 @@ class RunConfig:
 
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype '{self.dtype}': expected one of {', '.join(DTYPES)}")
+        from workbench.agents.loop import DECODES
+
+        if self.decode not in DECODES:
+            raise ValueError(f"decode '{self.decode}': expected one of {', '.join(DECODES)}")
         if self.tasks.strip() == NO_TASKS and (not self.teacher_forcing or self.tf_tasks.strip() == NO_TASKS):
             raise ValueError("tasks 'none' plays no episode: it is a teacher-forcing-only run, so give "
                              "teacher_forcing_tasks (--teacher-forcing-tasks), e.g. 0:140:7, and leave teacher forcing on")

@@ -36,6 +36,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from workbench.agents.loop import DECODES
 from workbench.eval.runner import DTYPES, NO_TASKS, RunConfig, parse_task_slice, versions
 from workbench.memory.trajectory import atomic_write_text
 
@@ -44,8 +45,7 @@ __all__ = ["GridError", "Grid", "load_grid", "parse_overrides", "run_sweep"]
 _TOP = {"out", "defaults", "configurations", "grid", "description", "order"}
 _FIELDS = {f.name: f for f in fields(RunConfig) if f.name != "out"}
 _RETRIEVERS = ("minilm", "bm25")
-_DECODES = ("score", "generate")
-_CHOICES = {"dtype": DTYPES, "retriever": _RETRIEVERS, "decode": _DECODES, "env": ("alfworld",)}
+_CHOICES = {"dtype": DTYPES, "retriever": _RETRIEVERS, "decode": DECODES, "env": ("alfworld",)}
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+=-]*$")
 
 

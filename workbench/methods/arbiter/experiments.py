@@ -4,6 +4,13 @@ notebook 05 calls.
 Run folders are ``ROOT/<model>/<condition>`` with conditions named ``<method>-<budget>`` (``arbiter-500``,
 ``flat-recency-750``, ``arbiter-no-gate-500``), all on the same tasks, model and dtype, read by the one table
 renderer.
+
+The episodes run in the paper's setting: the action model *writes* its action and ALFWorld executes it as written
+(``decode="generate-verbatim"``), so an invalid command is a failed execution ("Nothing happens.") as for the
+paper's action-generation models. Only then do failures exist for the Episodic and Constraint banks to record and
+for Table 5 (a) to measure: an agent that scores the admissible commands (``decode="score"``) never fails one.
+The two analyses beyond the paper re-score admissible commands (p(chosen action), attention at the scoring
+forward), so they play in ``score`` mode.
 """
 
 from __future__ import annotations
@@ -11,7 +18,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["arbiter_configs", "condition_name", "item_attention", "band_switches", "behaviour_table"]
+__all__ = ["PAPER_DECODE", "arbiter_configs", "condition_name", "item_attention", "band_switches", "behaviour_table"]
+
+PAPER_DECODE = "generate-verbatim"  # the paper's action-generation setting (module docstring)
 
 
 def condition_name(memory: str, budget: int, ablation: str | None = None) -> str:
@@ -20,12 +29,15 @@ def condition_name(memory: str, budget: int, ablation: str | None = None) -> str
 
 def arbiter_configs(model: str, split: str, tasks: str, max_steps: int, root: str | Path,
                     budgets: Sequence[int] = (500, 750), ablations: Sequence[str] = ("no-banks", "no-signals", "no-gate"),
-                    ablation_budget: int = 500, dtype: str = "float32", backend: str | None = None) -> list:
-    """MemArbiter, Flat Retrieval and Flat Recency at every budget, and the ablations at ``ablation_budget``."""
+                    ablation_budget: int = 500, dtype: str = "float32", backend: str | None = None,
+                    decode: str = PAPER_DECODE) -> list:
+    """MemArbiter, Flat Retrieval and Flat Recency at every budget, and the ablations at ``ablation_budget``
+    (``decode``: how the action model acts, the paper's setting by default; see the module docstring)."""
     from workbench.eval.runner import RunConfig
 
     out = Path(root) / model
-    common = dict(split=split, tasks=tasks, model=model, max_steps=max_steps, dtype=dtype, teacher_forcing=False)
+    common = dict(split=split, tasks=tasks, model=model, max_steps=max_steps, dtype=dtype, teacher_forcing=False,
+                  decode=decode)
     cfgs = []
     for b in budgets:
         for memory in ("arbiter", "flat-retrieval", "flat-recency"):
@@ -84,7 +96,8 @@ def item_attention(lm, heads, split: str, tasks: str, budget: int = 500, max_ste
     Returns:
         ``(rows, trajectories)``: rows of :func:`workbench.attention.items.item_utilization` with their task id
         (:func:`~workbench.attention.items.focal_vs_ambient` compares the bands within steps), and the episodes
-        (the run's own, played again with the heads captured: scoring is deterministic and capture only reads).
+        (played in ``score`` mode with the heads captured, since utilization is read at the scoring forward; the
+        grid's own episodes write their actions, see the module docstring).
     """
     from workbench.agents.loop import Agent
     from workbench.attention.items import episode_item_utilization
