@@ -5,12 +5,15 @@ Run folders are ``ROOT/<model>/<condition>`` with conditions named ``<method>-<b
 ``flat-recency-750``, ``arbiter-no-gate-500``), all on the same tasks, model and dtype, read by the one table
 renderer.
 
-The episodes run in the paper's setting: the action model *writes* its action and ALFWorld executes it as written
-(``decode="generate-verbatim"``), so an invalid command is a failed execution ("Nothing happens.") as for the
-paper's action-generation models. Only then do failures exist for the Episodic and Constraint banks to record and
-for Table 5 (a) to measure: an agent that scores the admissible commands (``decode="score"``) never fails one.
-The two analyses beyond the paper re-score admissible commands (p(chosen action), attention at the scoring
-forward), so they play in ``score`` mode.
+The paper's agent writes its actions, so an invalid command is a failed execution ("Nothing happens.") that the
+Episodic and Constraint banks record and Table 5 (a) measures: ``decode="generate-verbatim"``. The grid's default
+is ``decode="score"`` (the admissible command of highest likelihood), because the SmolLM2 agents cannot recover
+from a failed execution: they were cloned on admissible actions and never saw one. Measured on the default
+profile's two tasks (2026-12-04): agent v2 written verbatim failed every episode of all nine conditions, repeating
+the failed action (adjacent repetition 0.91 for MemArbiter at 500; "go to desk 1" while at desk 1), where
+scoring solved both with MemArbiter. A scoring agent never fails a command, so Table 5 (a) is empty for it; pass
+``decode="generate-verbatim"`` with a model that writes commands (Qwen2.5-7B, Llama-3.1-8B) for the paper's
+setting. The two analyses beyond the paper re-score admissible commands and always play in ``score`` mode.
 """
 
 from __future__ import annotations
@@ -18,9 +21,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["PAPER_DECODE", "arbiter_configs", "condition_name", "item_attention", "band_switches", "behaviour_table"]
+__all__ = ["GRID_DECODE", "PAPER_DECODE", "arbiter_configs", "condition_name", "item_attention", "band_switches", "behaviour_table"]
 
 PAPER_DECODE = "generate-verbatim"  # the paper's action-generation setting (module docstring)
+GRID_DECODE = "score"  # what the SmolLM2 agents are evaluated with (module docstring)
 
 
 def condition_name(memory: str, budget: int, ablation: str | None = None) -> str:
@@ -30,9 +34,9 @@ def condition_name(memory: str, budget: int, ablation: str | None = None) -> str
 def arbiter_configs(model: str, split: str, tasks: str, max_steps: int, root: str | Path,
                     budgets: Sequence[int] = (500, 750), ablations: Sequence[str] = ("no-banks", "no-signals", "no-gate"),
                     ablation_budget: int = 500, dtype: str = "float32", backend: str | None = None,
-                    decode: str = PAPER_DECODE) -> list:
+                    decode: str = GRID_DECODE) -> list:
     """MemArbiter, Flat Retrieval and Flat Recency at every budget, and the ablations at ``ablation_budget``
-    (``decode``: how the action model acts, the paper's setting by default; see the module docstring)."""
+    (``decode``: how the action model acts; the paper's is ``PAPER_DECODE``, see the module docstring)."""
     from workbench.eval.runner import RunConfig
 
     out = Path(root) / model
@@ -96,8 +100,8 @@ def item_attention(lm, heads, split: str, tasks: str, budget: int = 500, max_ste
     Returns:
         ``(rows, trajectories)``: rows of :func:`workbench.attention.items.item_utilization` with their task id
         (:func:`~workbench.attention.items.focal_vs_ambient` compares the bands within steps), and the episodes
-        (played in ``score`` mode with the heads captured, since utilization is read at the scoring forward; the
-        grid's own episodes write their actions, see the module docstring).
+        (the run's own, played again with the heads captured: scoring is deterministic and capture only reads;
+        always in ``score`` mode, since utilization is read at the scoring forward).
     """
     from workbench.agents.loop import Agent
     from workbench.attention.items import episode_item_utilization
