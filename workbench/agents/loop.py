@@ -20,7 +20,7 @@ from workbench.models.scoring import ActionScorer, ForwardLayout, ScoreResult
 from workbench.prompts.layout import BuiltPrompt, PromptBuilder
 from workbench.prompts.working_memory import build_working_memory_prompt
 
-__all__ = ["DECODES", "StepInstrument", "Agent", "EpisodeResult", "build_prompt"]
+__all__ = ["DECODES", "check_decode", "StepInstrument", "Agent", "EpisodeResult", "build_prompt"]
 
 # How the action model acts. ``score``: pick the admissible command of highest length-normalised likelihood (the
 # SmolLM2 default; the agent cannot write an invalid command). ``generate``: write ``Thought:/Action:``, parse the
@@ -28,6 +28,12 @@ __all__ = ["DECODES", "StepInstrument", "Agent", "EpisodeResult", "build_prompt"
 # it and execute the action as written, as a ReAct agent in the papers does, so ALFWorld answers an invalid
 # command "Nothing happens." (what MemArbiter's failure-response metrics, Table 5 (a), count).
 DECODES = ("score", "generate", "generate-verbatim")
+
+
+def check_decode(decode: str) -> None:
+    """A clear error for a decode that is not one of :data:`DECODES` (the Agent and RunConfig both check)."""
+    if decode not in DECODES:
+        raise ValueError(f"decode '{decode}': expected one of {', '.join(DECODES)}")
 
 
 class StepInstrument(Protocol):
@@ -89,8 +95,7 @@ class Agent:
     record_admissible: bool = False
 
     def __post_init__(self) -> None:
-        if self.decode not in DECODES:
-            raise ValueError(f"decode '{self.decode}': expected one of {', '.join(DECODES)}")
+        check_decode(self.decode)
 
     @classmethod
     def from_model(cls, lm: Any, reuse_cache: bool = True, **kw) -> "Agent":

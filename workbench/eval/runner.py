@@ -105,10 +105,9 @@ class RunConfig:
 
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype '{self.dtype}': expected one of {', '.join(DTYPES)}")
-        from workbench.agents.loop import DECODES
+        from workbench.agents.loop import check_decode
 
-        if self.decode not in DECODES:
-            raise ValueError(f"decode '{self.decode}': expected one of {', '.join(DECODES)}")
+        check_decode(self.decode)
         if self.tasks.strip() == NO_TASKS and (not self.teacher_forcing or self.tf_tasks.strip() == NO_TASKS):
             raise ValueError("tasks 'none' plays no episode: it is a teacher-forcing-only run, so give "
                              "teacher_forcing_tasks (--teacher-forcing-tasks), e.g. 0:140:7, and leave teacher forcing on")

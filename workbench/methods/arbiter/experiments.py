@@ -21,10 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["GRID_DECODE", "PAPER_DECODE", "arbiter_configs", "condition_name", "item_attention", "band_switches", "behaviour_table"]
-
-PAPER_DECODE = "generate-verbatim"  # the paper's action-generation setting (module docstring)
-GRID_DECODE = "score"  # what the SmolLM2 agents are evaluated with (module docstring)
+__all__ = ["arbiter_configs", "condition_name", "item_attention", "band_switches", "behaviour_table"]
 
 
 def condition_name(memory: str, budget: int, ablation: str | None = None) -> str:
@@ -34,9 +31,9 @@ def condition_name(memory: str, budget: int, ablation: str | None = None) -> str
 def arbiter_configs(model: str, split: str, tasks: str, max_steps: int, root: str | Path,
                     budgets: Sequence[int] = (500, 750), ablations: Sequence[str] = ("no-banks", "no-signals", "no-gate"),
                     ablation_budget: int = 500, dtype: str = "float32", backend: str | None = None,
-                    decode: str = GRID_DECODE) -> list:
+                    decode: str = "score") -> list:
     """MemArbiter, Flat Retrieval and Flat Recency at every budget, and the ablations at ``ablation_budget``
-    (``decode``: how the action model acts; the paper's is ``PAPER_DECODE``, see the module docstring)."""
+    (``decode``: how the action model acts; the paper's is ``generate-verbatim``, see the module docstring)."""
     from workbench.eval.runner import RunConfig
 
     out = Path(root) / model
