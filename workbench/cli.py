@@ -43,7 +43,7 @@ def _cmd_sweep(a: argparse.Namespace) -> int:
         for cfg in grid.configs:
             print(json.dumps({"name": Path(cfg.out).name, **cfg.identity()}))
         return 0
-    report = run_sweep(grid, workers=a.workers, ray_address=a.ray_address, only=a.only)
+    report = run_sweep(grid, workers=a.workers, ray_address=a.ray_address, only=a.only, adopt_from=a.adopt_from)
     for cfg in grid.configs:
         m = report.metrics.get(cfg.out)
         if m is not None:
@@ -357,6 +357,9 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--set", action="append", metavar="KEY=VALUE", help="set a run field on every configuration "
                     "(over the grid's values), e.g. --set model=smollm2-135m-alfworld-v2 (repeatable; give --out too)")
     sw.add_argument("--only", nargs="+", metavar="NAME", help="play only these configurations now")
+    sw.add_argument("--adopt-from", metavar="ROOT", help="copy in the episodes that ROOT/<model>/<name> already "
+                    "played with the same parameters (e.g. runs/full-bfloat16/01_baselines for a grid's `none`) "
+                    "instead of playing them again; recorded in each folder's config.json")
     sw.add_argument("--dry-run", action="store_true", help="check the grid and print its configurations")
     _executor_args(sw)
     sw.set_defaults(fn=_cmd_sweep)

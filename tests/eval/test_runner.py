@@ -150,3 +150,47 @@ def test_cli_unknown_model_is_a_clear_error(tmp_path, capsys):
     rc = main(["run", "--model", "no-such-model", "--tasks", "0:1", "--memory", "none", "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err
     assert rc == 2 and "no-such-model" in err and "looked in" in err and "smollm2-135m-instruct" in err
+
+
+def test_adopt_episodes_reads_another_folders_episodes_and_plays_only_the_rest(tiny_model_dir, tmp_path):
+    """A run with teacher forcing and one without share their episodes: the second adopts the first's and plays
+    only the tasks the first lacks; a source of other parameters is refused before anything is written."""
+    from workbench.eval.driver import drive
+    from workbench.eval.runner import adopt_episodes, adopt_runs, load_run
+
+    common = dict(model=str(tiny_model_dir), memory="none", max_steps=2)
+    source = RunConfig(out=str(tmp_path / "01" / "m" / "none"), tasks="0:2", teacher_forcing=True, **common)
+    run(source, progress=False)
+    src_rows = {d["task_id"]: d for d in iter_jsonl_dicts(Path(source.out) / "trajectories.jsonl")}
+    target = RunConfig(out=str(tmp_path / "04" / "m" / "none"), tasks="0:3", teacher_forcing=False, **common)
+
+    other = RunConfig(out=str(tmp_path / "04" / "m" / "other"), tasks="0:3", teacher_forcing=False,
+                      **(common | {"max_steps": 3}))
+    with pytest.raises(ValueError, match="max_steps"):
+        adopt_episodes(other, source.out)
+    assert not (tmp_path / "04" / "m" / "other").exists()
+    with pytest.raises(FileNotFoundError, match="no run folder"):
+        adopt_episodes(target, tmp_path / "nowhere")
+
+    # notebook 04 adopts from notebook 01's runs root: root/<model>/<condition>, where such a folder exists
+    lacking = RunConfig(out=str(tmp_path / "04" / "m" / "icl"), tasks="0:3", **(common | {"memory": "icl"}))
+    assert adopt_runs([target, lacking], tmp_path / "01") == {
+        target.out: f"2 episodes adopted from {tmp_path / '01' / 'm' / 'none'}"}
+    assert adopt_episodes(target, source.out) == []  # nothing left to adopt: idempotent
+    played = []
+    drive([target], resume=True, progress=False, on_result=lambda job, result: played.append(job.task.task_id))
+    trajs, metrics, config = load_run(target.out)
+    assert len(played) == 1 and played[0] not in src_rows and metrics["n_episodes"] == 3
+    rows = {d["task_id"]: d for d in iter_jsonl_dicts(Path(target.out) / "trajectories.jsonl")}
+    assert all(rows[t] == src_rows[t] for t in src_rows)  # the adopted episodes, unchanged
+    assert config["run"] == target.identity() and config["adopted"][0]["episodes"] == 2
+    assert (Path(target.out) / config["adopted"][0]["source"]).resolve() == Path(source.out).resolve()
+    # a folder of other parameters is never written into
+    from workbench.eval.runner import write_run_config
+
+    three = dict(tasks="0:3", teacher_forcing=False, **(common | {"max_steps": 3}))
+    write_run_config(RunConfig(out=str(tmp_path / "01-3"), **three))  # a source of 3-step episodes
+    before = (Path(target.out) / "trajectories.jsonl").read_text()
+    with pytest.raises(ValueError, match="different parameters"):
+        adopt_episodes(RunConfig(out=target.out, **three), tmp_path / "01-3")
+    assert (Path(target.out) / "trajectories.jsonl").read_text() == before

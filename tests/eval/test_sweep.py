@@ -143,3 +143,19 @@ def test_interleaved_order_plays_the_fewest_done_configuration_next(tiny_model_d
     run(RunConfig(out=str(ref), model=str(tiny_model_dir), tasks="0:4", max_steps=2, memory="none",
                   teacher_forcing=False), progress=False)
     assert (tmp_path / "g" / "a" / "trajectories.jsonl").read_bytes() == (ref / "trajectories.jsonl").read_bytes()
+
+
+def test_sweep_adopts_the_episodes_another_root_played_with_the_same_parameters(tiny_model_dir, tmp_path):
+    """`--adopt-from ROOT`: a grid's `none` reads the episodes notebook 01's `none` played (teacher forcing aside)
+    and plays only the tasks they lack; sweep.json and config.json say so."""
+    run(RunConfig(out=str(tmp_path / "01" / "m" / "none"), model=str(tiny_model_dir), tasks="0:134:134",
+                  max_steps=3, memory="none"), progress=False)
+    text = (f"out: {tmp_path / '06' / 'm'}\ndefaults: {{model: {tiny_model_dir}, split: valid_unseen, "
+            "tasks: \"0:134:67\", max_steps: 3, teacher_forcing: false}\nconfigurations:\n  - {name: none, memory: none}\n")
+    report = run_sweep(load_grid(_write(tmp_path, text)), progress=False, adopt_from=tmp_path / "01")
+    assert report.jobs == {"episode": 1, "teacher_forcing": 0}  # 2 tasks: 1 adopted, 1 played
+    state = json.loads((tmp_path / "06" / "m" / "sweep.json").read_text())
+    assert state["invocations"][-1]["adopted"]["none"].startswith("1 episode adopted from")
+    assert state["status"]["none"]["complete"]
+    config = json.loads((tmp_path / "06" / "m" / "none" / "config.json").read_text())
+    assert config["adopted"][0]["episodes"] == 1 and config["run"]["teacher_forcing"] is False

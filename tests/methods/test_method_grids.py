@@ -1,6 +1,6 @@
 """The paper-scale grids of the methods play exactly the folders their notebooks read under PROFILE=full, so a
 grid played across sessions leaves the notebook only rendering (grids/arbiter_valid_unseen.yaml: notebook 05;
-grids/proactive_valid_unseen.yaml: notebook 06)."""
+grids/proactive_valid_unseen.yaml: notebook 06; grids/agmr_valid_unseen.yaml: notebook 04's evaluation)."""
 
 from pathlib import Path
 
@@ -24,3 +24,20 @@ def test_the_grid_is_its_notebooks_full_profile(grid_file, model, dtype, root):
                      overrides=parse_overrides([f"model={model}", f"dtype={dtype}"]))
     expected = configs(model, "valid_unseen", "all", 50, f"{root}/{notebook}", dtype=dtype)
     assert {c.out: c.identity() for c in grid.configs} == {c.out: c.identity() for c in expected}
+
+
+def test_the_agmr_grid_is_notebook_04s_full_profile():
+    """Notebook 04 (runs_dir absolute, as `workbench reproduce` passes it) builds the same runs as the grid played
+    from the repository root: a memory base is the same through either path (runner.identity_diff)."""
+    from workbench.eval.runner import identity_diff
+    from workbench.methods.agmr import agmr_configs
+
+    model, root = "smollm2-135m-alfworld-v2", ROOT / "runs/full-bfloat16/04_agmr"
+    grid = load_grid(ROOT / "grids" / "agmr_valid_unseen.yaml", out=str(root / model))
+    bases = {"agmr": str(root / model / "bases" / "agmr"), "agmr-no-agr": str(root / model / "bases" / "no-agr")}
+    expected = {c.out: c for c in agmr_configs(model, "valid_unseen", "all", 50, root, bases, dtype="bfloat16")}
+    assert sorted(c.out for c in grid.configs) == sorted(expected)
+    for c in grid.configs:
+        assert identity_diff(c.identity(), expected[c.out].identity()) == {}, c.out
+        if c.memory_base:  # the grid's relative path names the notebook's folder
+            assert (ROOT / c.memory_base).resolve() == Path(expected[c.out].memory_base)

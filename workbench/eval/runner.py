@@ -15,6 +15,7 @@ N`` local processes, a Ray cluster) the folder is the same files.
 from __future__ import annotations
 
 import json
+import os
 import platform
 import subprocess
 import time
@@ -35,7 +36,7 @@ NO_TASKS = "none"  # tasks: none -> no episodes (teacher forcing only)
 
 __all__ = ["RunConfig", "DTYPES", "parse_task_slice", "select_tasks", "run", "load_run", "versions",
            "teacher_forced_for", "teacher_forced_part", "combine_teacher_forced", "expert_for", "write_run_config",
-           "batch_metrics", "check_resume", "build_policy", "policy_for"]
+           "batch_metrics", "check_resume", "build_policy", "policy_for", "adopt_episodes", "adopt_runs", "ADOPT_IGNORES", "identity_diff"]
 
 DTYPES = ("float32", "bfloat16")
 _VERSIONED = ("torch", "transformers", "transformer-lens", "textworld", "alfworld", "workbench")
@@ -227,6 +228,15 @@ def versions() -> dict:
     return out
 
 
+def identity_diff(old: dict, new: dict, ignore: tuple[str, ...] = ()) -> dict:
+    """The run parameters that differ between two identities, ``{key: (old, new)}``. A memory base is compared by
+    content, not by path (its digest is checked apart, see :func:`check_resume`): the same refined base read
+    through a relative path by a sweep and through an absolute one by a notebook, or from another checkout, is
+    the same run."""
+    skip = {*ignore, *(("memory_base",) if old.get("memory_base") and new.get("memory_base") else ())}
+    return {k: (old.get(k), v) for k, v in new.items() if k not in skip and old.get(k) != v}
+
+
 def check_resume(cfg: RunConfig, resume: bool) -> set[str]:
     """The task ids ``cfg.out`` already holds episodes of; refuses (before anything is written) a folder holding
     a run without ``resume``, or a run of other parameters (a folder written before runs recorded their
@@ -243,8 +253,7 @@ def check_resume(cfg: RunConfig, resume: bool) -> set[str]:
         if not resume:
             if rows.exists() and rows.stat().st_size:
                 raise FileExistsError(f"{out} already holds a run: pass --resume to continue it, or a new --out")
-        elif old != cfg.identity():
-            diff = {k: (old.get(k), v) for k, v in cfg.identity().items() if old.get(k) != v}
+        elif diff := identity_diff(old, cfg.identity()):
             raise ValueError(f"{cfg_path}: --resume with different parameters {diff}; use a new --out")
         if resume and (then := saved.get("model_adapter")) and then != (now := model_adapter_hash(cfg.model)):
             raise ValueError(f"{cfg_path}: --resume, but the adapter of model {cfg.model} changed since this run "
@@ -257,6 +266,87 @@ def check_resume(cfg: RunConfig, resume: bool) -> set[str]:
                                  f"began (digest {then} -> {now}: a refinement committed or rolled back an entry); "
                                  "its episodes would mix two bases: evaluate the base in a new --out")
     return {d["task_id"] for d in iter_jsonl_dicts(rows)} if resume else set()
+
+
+# what one task's episode does not depend on: which other tasks the run plays, and its teacher forcing
+ADOPT_IGNORES = ("tasks", "teacher_forcing", "teacher_forcing_tasks")
+
+
+def adopt_episodes(cfg: RunConfig, source: str | Path) -> list[str]:
+    """Copy into ``cfg.out`` the episodes that the run folder ``source`` already played and ``cfg`` would play.
+
+    An episode depends on the run's parameters except :data:`ADOPT_IGNORES` (teacher forcing is scored apart),
+    so a notebook whose Traj row is the Traj run of notebook 01 on the same tasks, model, dtype and step limit
+    reads those episodes instead of playing them again. Only the tasks of ``cfg``'s slice that ``cfg.out`` lacks
+    are copied; ``run``/``drive`` with ``resume=True`` then plays the rest. ``config.json`` records where the
+    episodes came from (``adopted``: the source folder relative to ``cfg.out``, the number of episodes, the
+    versions they were played with), and the trajectories file is rewritten atomically, so a kill leaves the
+    folder as it was or with every episode copied.
+
+    Returns:
+        The task ids adopted, in the source's order (empty: ``source`` holds none that ``cfg.out`` lacks).
+
+    Raises:
+        FileNotFoundError: ``source`` holds no run (no ``config.json``).
+        ValueError: ``source`` was played with other parameters (the keys named), another adapter under the
+            model's name, or another state of the memory base; or ``cfg.out`` holds a run of other parameters.
+            Nothing is written then.
+    """
+    src = Path(source)
+    try:
+        saved = json.loads((src / "config.json").read_text())
+        theirs = RunConfig(out="").identity() | saved.get("run", {})
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{src}: no run folder (no config.json) to adopt episodes from") from None
+    except (json.JSONDecodeError, AttributeError) as e:
+        raise ValueError(f"{src / 'config.json'}: not a run config ({e})") from None
+    if diff := identity_diff(theirs, cfg.identity(), ADOPT_IGNORES):
+        raise ValueError(f"{src}: played with other parameters than {cfg.out} {diff}; its episodes are not this "
+                         "run's")
+    if (then := saved.get("model_adapter")) != (now := model_adapter_hash(cfg.model)):
+        raise ValueError(f"{src}: played by adapter {then} of model {cfg.model}, which is now {now} (retrained)")
+    if cfg.memory_base and saved.get("memory_base_digest") != memory_base_digest(cfg):
+        raise ValueError(f"{src}: played over another state of the memory base {cfg.memory_base}")
+    out = Path(cfg.out)
+    done = check_resume(cfg, resume=True)  # refuses a folder of other parameters before anything is written
+    wanted = {t.task_id for t in select_tasks(cfg)} - done
+    lines = [json.dumps(d) for d in iter_jsonl_dicts(src / "trajectories.jsonl") if d.get("task_id") in wanted]
+    ids = [json.loads(line)["task_id"] for line in lines]
+    if not ids:
+        return []
+    write_run_config(cfg)
+    record = json.loads((out / "config.json").read_text())
+    source_rel = os.path.relpath(src.resolve(), out.resolve())  # relative to this folder: the pair moves together
+    record["adopted"] = [*record.get("adopted", []), {"source": source_rel, "episodes": len(ids),
+                                                       "versions": saved.get("versions")}]
+    atomic_write_text(out / "config.json", json.dumps(record, indent=1))
+    rows = out / "trajectories.jsonl"
+    kept = [json.dumps(d) for d in iter_jsonl_dicts(rows)]  # a torn last line is dropped here, as readers do
+    atomic_write_text(rows, "".join(line + "\n" for line in kept + lines))
+    return ids
+
+
+def adopt_runs(cfgs: list[RunConfig], root: str | Path) -> dict[str, str]:
+    """:func:`adopt_episodes` for each configuration from ``root/<model>/<condition>`` (the last two parts of its
+    ``out``), where that folder holds a run: e.g. notebook 04's ``none``, ``icl`` and ``traj`` rows from notebook
+    01's runs. A source of other parameters is not an error here (it is simply not this run's episodes).
+
+    Returns:
+        ``cfg.out`` -> what happened (``"12 episodes adopted from ..."``, ``"nothing to adopt ..."`` or why not),
+        for the configurations that had a folder under ``root``.
+    """
+    done = {}
+    for cfg in cfgs:
+        src = Path(root) / Path(cfg.out).parent.name / Path(cfg.out).name
+        if not (src / "config.json").exists():
+            continue
+        try:
+            ids = adopt_episodes(cfg, src)
+            done[cfg.out] = (f"{len(ids)} episode{'s' * (len(ids) != 1)} adopted from {src}" if ids
+                             else f"nothing to adopt from {src} (it holds none this run lacks)")
+        except ValueError as e:
+            done[cfg.out] = f"not adopted: {e}"
+    return done
 
 
 def memory_base_digest(cfg: RunConfig) -> str | None:
@@ -280,6 +370,8 @@ def write_run_config(cfg: RunConfig) -> None:
     earlier = [v for i, v in enumerate(earlier) if v != record["versions"] and v not in earlier[:i]]
     if earlier:
         record["earlier_versions"] = earlier
+    if old.get("adopted"):  # episodes copied from another run folder (adopt_episodes) keep their provenance
+        record["adopted"] = old["adopted"]
     if (adapter := model_adapter_hash(cfg.model)) is not None:  # which weights under the model's name (ditto)
         record["model_adapter"] = adapter
     if cfg.memory_base:  # which state of an editable base the episodes read (resume refuses another)

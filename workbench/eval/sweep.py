@@ -230,10 +230,13 @@ def load_grid(path: str | Path, out: str | None = None, overrides: dict | None =
 
 
 def run_sweep(grid: Grid, workers: int | None = None, ray_address: str | None = None, only: list[str] | None = None,
-              progress: bool = True, on_result=None):
+              progress: bool = True, on_result=None, adopt_from: str | Path | None = None):
     """Play (or continue) every configuration of ``grid`` over one executor; returns the ``BatchReport``.
 
     ``only``: names of the configurations to play now (the others are left as they are).
+    ``adopt_from``: a runs root (``ROOT/<model>/<name>``) whose episodes of the same parameters are copied in
+    first instead of being played (:func:`workbench.eval.runner.adopt_runs`); what was adopted is recorded in
+    ``sweep.json`` and each folder's ``config.json``.
     """
     from workbench.eval.driver import drive
 
@@ -258,6 +261,10 @@ def run_sweep(grid: Grid, workers: int | None = None, ray_address: str | None = 
     from workbench.eval.driver import check_all
 
     check_all(configs, resume=True)  # a mismatch is refused before sweep.json is touched
+    if adopt_from is not None:
+        from workbench.eval.runner import adopt_runs
+
+        invocation["adopted"] = {Path(out).name: what for out, what in adopt_runs(configs, adopt_from).items()}
     record({})
     try:
         report = drive(configs, resume=True, progress=progress, workers=workers, ray_address=ray_address,

@@ -4,6 +4,7 @@ the entry, non-UTF-8 files, `workbench run --memory-base` checks."""
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 from agmr_builders import RIGHT, TASK, WRONG, ScriptedRefiner, entry, make_base
@@ -84,6 +85,11 @@ def test_a_resumed_evaluation_refuses_a_base_that_changed_since_it_began(tmp_pat
     recorded = json.loads((tmp_path / "o" / "config.json").read_text())["memory_base_digest"]
     assert recorded == MemoryBase(refined).digest()
     assert check_resume(cfg, resume=True) == set()  # the same base: resumes
+    # ... also read through another path (a sweep's relative path, a notebook's absolute one, another checkout):
+    # a base is compared by its content
+    copy = tmp_path / "checkout-2" / "refined"
+    shutil.copytree(refined, copy)
+    assert check_resume(RunConfig(out=str(tmp_path / "o"), memory="traj", memory_base=str(copy)), resume=True) == set()
     assert main(["memory", "rollback", str(refined), EID]) == 0  # the base changes under the run
     with pytest.raises(ValueError, match="changed since this run began"):
         check_resume(cfg, resume=True)
