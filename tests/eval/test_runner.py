@@ -183,6 +183,8 @@ def test_adopt_episodes_reads_another_folders_episodes_and_plays_only_the_rest(t
     assert len(played) == 1 and played[0] not in src_rows and metrics["n_episodes"] == 3
     rows = {d["task_id"]: d for d in iter_jsonl_dicts(Path(target.out) / "trajectories.jsonl")}
     assert all(rows[t] == src_rows[t] for t in src_rows)  # the adopted episodes, unchanged
+    src_lines = (Path(source.out) / "trajectories.jsonl").read_text().splitlines()
+    assert set(src_lines) <= set((Path(target.out) / "trajectories.jsonl").read_text().splitlines())  # byte for byte
     assert config["run"] == target.identity() and config["adopted"][0]["episodes"] == 2
     assert (Path(target.out) / config["adopted"][0]["source"]).resolve() == Path(source.out).resolve()
     # a folder of other parameters is never written into

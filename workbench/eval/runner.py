@@ -310,8 +310,8 @@ def adopt_episodes(cfg: RunConfig, source: str | Path) -> list[str]:
     out = Path(cfg.out)
     done = check_resume(cfg, resume=True)  # refuses a folder of other parameters before anything is written
     wanted = {t.task_id for t in select_tasks(cfg)} - done
-    lines = [json.dumps(d) for d in iter_jsonl_dicts(src / "trajectories.jsonl") if d.get("task_id") in wanted]
-    ids = [json.loads(line)["task_id"] for line in lines]
+    adopted = [(tid, line) for tid, line in _episode_lines(src / "trajectories.jsonl") if tid in wanted]
+    ids, lines = [tid for tid, _ in adopted], [line for _, line in adopted]
     if not ids:
         return []
     write_run_config(cfg)
@@ -321,9 +321,26 @@ def adopt_episodes(cfg: RunConfig, source: str | Path) -> list[str]:
                                                        "versions": saved.get("versions")}]
     atomic_write_text(out / "config.json", json.dumps(record, indent=1))
     rows = out / "trajectories.jsonl"
-    kept = [json.dumps(d) for d in iter_jsonl_dicts(rows)]  # a torn last line is dropped here, as readers do
+    kept = [line for _, line in _episode_lines(rows)]  # the lines as they are (a torn last one dropped)
     atomic_write_text(rows, "".join(line + "\n" for line in kept + lines))
     return ids
+
+
+def _episode_lines(path: Path) -> list[tuple[str, str]]:
+    """(task id, the line as written) of each episode in a ``trajectories.jsonl``; a torn last line (a kill
+    mid-append) is skipped, as readers skip it."""
+    if not path.exists():
+        return []
+    lines = [ln for ln in path.read_text(encoding="utf-8").split("\n") if ln.strip()]
+    out = []
+    for i, line in enumerate(lines):
+        try:
+            out.append((json.loads(line)["task_id"], line))
+        except (json.JSONDecodeError, KeyError, TypeError) as e:
+            if i == len(lines) - 1:
+                break
+            raise ValueError(f"{path}: line {i + 1}: not an episode record ({e}); the file is damaged") from None
+    return out
 
 
 def adopt_runs(cfgs: list[RunConfig], root: str | Path) -> dict[str, str]:
