@@ -155,8 +155,9 @@ eval-agent-v2: install
 # after a kill), in the folders `make reproduce PROFILE=full DTYPE=$(EVAL_DTYPE)` reads: v2's retrieval heads
 # (scored on valid_seen, the split AGMR refines on, and committed as v2's heads), both AGMR refinements over all 140
 # valid_seen tasks (one process each), MemArbiter's and the proactive agent's grids on all 134 valid_unseen tasks,
-# then notebooks 04-06, which resume what is played and render Tables / Figures (04 plays its Table 1 / 2 episodes
-# itself, reading ReAct / ICL / Traj from eval-agent-v2's runs of the same parameters: --adopt-from, adopt_runs). The notebooks play DEFAULT_AGENT: run this once v2 is the default agent.
+# AGMR's Table 1 / 2 episodes (ReAct / ICL / Traj read from eval-agent-v2's runs of the same parameters: --adopt-from),
+# then notebooks 04-06, which resume what is played and render Tables / Figures. The notebooks play DEFAULT_AGENT:
+# run this once v2 is the default agent.
 AGMR_BASES := $(EVAL_RUNS)/04_agmr/$(V2)/bases
 REFINE = OMP_NUM_THREADS=1 $(BIN)/workbench refine --model $(V2) --dtype $(EVAL_DTYPE) --split valid_seen --tasks all \
 	--backend offline-alfworld --max-steps 50
@@ -168,6 +169,7 @@ eval-methods-v2: install
 	OMP_NUM_THREADS=1 $(BIN)/workbench heads score --model $(V2) --dtype $(EVAL_DTYPE) --split valid_seen \
 		--tasks 0:140:7 --max-pairs 30 --out $(EVAL_RUNS)/heads/$(V2).json --save-default
 	$(MAKE) -j2 refine-v2-agmr refine-v2-no-agr
+	$(EVAL) grids/agmr_valid_unseen.yaml --adopt-from $(EVAL_RUNS)/01_baselines
 	$(EVAL) grids/arbiter_valid_unseen.yaml --set model=$(V2) --out $(EVAL_RUNS)/05_arbiter/$(V2)
 	$(EVAL) grids/proactive_valid_unseen.yaml --set model=$(V2) --out $(EVAL_RUNS)/06_proactive/$(V2) \
 		--adopt-from $(EVAL_RUNS)/01_baselines
