@@ -196,3 +196,42 @@ def test_adopt_episodes_reads_another_folders_episodes_and_plays_only_the_rest(t
     with pytest.raises(ValueError, match="different parameters"):
         adopt_episodes(RunConfig(out=target.out, **three), tmp_path / "01-3")
     assert (Path(target.out) / "trajectories.jsonl").read_text() == before
+
+
+def test_adopt_same_memory_takes_the_episodes_whose_memory_a_refined_base_leaves_unchanged(tiny_model_dir, tmp_path):
+    """Traj over a base where one entry was refined: the task that retrieves an unchanged entry reads exactly the
+    default base's memory at every step, so its Traj episode is adopted; the task whose entry changed is played."""
+    from workbench.eval.driver import drive
+    from workbench.eval.memory_base import default_memory_base
+    from workbench.eval.runner import adopt_episodes, adopt_same_memory, load_run
+
+    common = dict(model=str(tiny_model_dir), memory="traj", max_steps=2, tasks="0:134:67", teacher_forcing=False)
+    source = RunConfig(out=str(tmp_path / "01" / "traj"), **common)
+    run(source, progress=False)
+    trajs = {t.task_id: t for t in load_run(source.out)[0]}
+    first, second = sorted(trajs)
+    assert trajs[first].meta["memory_entry"] != trajs[second].meta["memory_entry"]
+    refined = default_memory_base().clone(tmp_path / "refined")
+    entry = refined.get(trajs[second].meta["memory_entry"])
+    seg = entry.segments[0]
+    refined.commit(entry.model_copy(update={"segments": (seg.model_copy(update={"thought": "Key step."}),
+                                                          *entry.segments[1:])}), reason="test edit")
+    target = RunConfig(out=str(tmp_path / "04" / "agmr"), memory_base=str(tmp_path / "refined"), **common)
+    with pytest.raises(ValueError, match="memory_base"):  # the plain adoption wants the same base
+        adopt_episodes(target, source.out)
+    with pytest.raises(ValueError, match="max_steps"):  # only the base may differ
+        adopt_same_memory(RunConfig(out=str(tmp_path / "04" / "x"), memory_base=str(tmp_path / "refined"),
+                                    **(common | {"max_steps": 3})), source.out)
+    assert adopt_same_memory(target, source.out) == [first]
+    played = []
+    drive([target], resume=True, progress=False, on_result=lambda job, result: played.append(job.task.task_id))
+    assert played == [second]
+    rows = (Path(target.out) / "trajectories.jsonl").read_text().splitlines()
+    assert (Path(source.out) / "trajectories.jsonl").read_text().splitlines()[0] in rows  # byte for byte
+    config = json.loads((Path(target.out) / "config.json").read_text())
+    assert config["adopted"][0]["rule"] == "same memory" and config["adopted"][0]["episodes"] == 1
+    # the premise: played over the refined base, the adopted task's episode is the source's, record for record
+    replay = RunConfig(out=str(tmp_path / "replay"), memory_base=str(tmp_path / "refined"), **common)
+    run(replay, progress=False)
+    again = {d["task_id"]: d for d in iter_jsonl_dicts(Path(replay.out) / "trajectories.jsonl")}
+    assert again[first] == json.loads((Path(source.out) / "trajectories.jsonl").read_text().splitlines()[0])

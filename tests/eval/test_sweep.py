@@ -56,6 +56,9 @@ def test_grid_expands_configurations_times_grid(tmp_path):
     ("defaults: {}", "no configurations"),
     ("confgurations: [{memory: none}]", "unknown top-level key 'confgurations'"),
     ("order: random\nconfigurations: [{name: a, memory: none}]", "key 'order': 'random' is not one of configs, interleaved"),
+    ("configurations: [{name: a, memory: traj}]\nadopt_same_memory: {a: trj}",
+     "adopt_same_memory: reference 'trj' is not a configuration of this grid (known: a)"),
+    ("configurations: [{name: a, memory: traj}]\nadopt_same_memory: [a]", "key 'adopt_same_memory': expected a mapping"),
 ])
 def test_bad_grids_name_file_configuration_and_key(tmp_path, body, message):
     path = _write(tmp_path, f"out: {tmp_path / 'o'}\n{body}\n")

@@ -36,7 +36,7 @@ NO_TASKS = "none"  # tasks: none -> no episodes (teacher forcing only)
 
 __all__ = ["RunConfig", "DTYPES", "parse_task_slice", "select_tasks", "run", "load_run", "versions",
            "teacher_forced_for", "teacher_forced_part", "combine_teacher_forced", "expert_for", "write_run_config",
-           "batch_metrics", "check_resume", "build_policy", "policy_for", "adopt_episodes", "adopt_runs", "ADOPT_IGNORES", "identity_diff"]
+           "batch_metrics", "check_resume", "build_policy", "policy_for", "adopt_episodes", "adopt_same_memory", "adopt_runs", "ADOPT_IGNORES", "identity_diff"]
 
 DTYPES = ("float32", "bfloat16")
 _VERSIONED = ("torch", "transformers", "transformer-lens", "textworld", "alfworld", "workbench")
@@ -293,37 +293,111 @@ def adopt_episodes(cfg: RunConfig, source: str | Path) -> list[str]:
             Nothing is written then.
     """
     src = Path(source)
+    saved, theirs = _source_run(src)
+    if diff := identity_diff(theirs, cfg.identity(), ADOPT_IGNORES):
+        raise ValueError(f"{src}: played with other parameters than {cfg.out} {diff}; its episodes are not this "
+                         "run's")
+    _check_same_agent(cfg, src, saved)
+    if cfg.memory_base and saved.get("memory_base_digest") != memory_base_digest(cfg):
+        raise ValueError(f"{src}: played over another state of the memory base {cfg.memory_base}")
+    done = check_resume(cfg, resume=True)  # refuses a folder of other parameters before anything is written
+    wanted = {t.task_id for t in select_tasks(cfg)} - done
+    adopted = [(tid, line) for tid, line in _episode_lines(src / "trajectories.jsonl") if tid in wanted]
+    _write_adopted(cfg, src, saved, adopted)
+    return [tid for tid, _ in adopted]
+
+
+def adopt_same_memory(cfg: RunConfig, source: str | Path) -> list[str]:
+    """Copy into ``cfg.out`` the episodes of ``source``, a run of the same parameters over *another memory base*,
+    on which ``cfg``'s policy shows the agent exactly the same memory: replayed along the episode's own history,
+    its memory block (pieces, P_t, reminder) equals the source policy's at every step.
+
+    The agent decides from its prompt alone and the environment answers an action deterministically, so such an
+    episode *is* ``cfg``'s episode of that task: played again on the same machine it would be the same, bit for
+    bit. A refined base changes a few entries (AGMR: 9 of 200), so most test tasks retrieve an unchanged one; their
+    Traj episodes are the refined base's, and the comparison of the two rows is the refinement's effect alone,
+    not bfloat16 kernels differing between the machines the rows were played on. Tasks whose memory differs at
+    some step are left for ``run``/``drive`` (``resume=True``) to play. ``config.json`` records it (``adopted``,
+    ``rule: same memory``).
+
+    Returns:
+        The task ids adopted.
+
+    Raises:
+        FileNotFoundError: ``source`` holds no run.
+        ValueError: ``source`` differs in more than the memory base (and :data:`ADOPT_IGNORES`), was played by
+            another adapter, or ``cfg.out`` holds a run of other parameters. Nothing is written then.
+    """
+    from dataclasses import replace
+
+    src = Path(source)
+    saved, theirs = _source_run(src)
+    if diff := identity_diff(theirs, cfg.identity(), (*ADOPT_IGNORES, "memory_base")):
+        raise ValueError(f"{src}: played with other parameters than {cfg.out} {diff} (only the memory base may "
+                         "differ)")
+    _check_same_agent(cfg, src, saved)
+    done = check_resume(cfg, resume=True)
+    tasks = {t.task_id: t for t in select_tasks(cfg) if t.task_id not in done}
+    ours, other = policy_for(cfg), policy_for(replace(cfg, memory_base=theirs.get("memory_base")))
+    adopted = [(tid, line) for tid, line in _episode_lines(src / "trajectories.jsonl")
+               if tid in tasks and _same_memory(ours, other, tasks[tid], Trajectory.model_validate_json(line))]
+    _write_adopted(cfg, src, saved, adopted, rule="same memory")
+    return [tid for tid, _ in adopted]
+
+
+def _block_key(block) -> tuple:
+    """What of a memory block reaches the prompt (``workbench.agents.loop.build_prompt``)."""
+    return (block.layout, block.pieces, block.working_memory, block.reminder, block.reminder_label)
+
+
+def _same_memory(ours, other, task: Task, traj: Trajectory) -> bool:
+    """Do two policies show the same memory at every step of ``traj`` (its own history, as the loop feeds it)?"""
+    for policy in (ours, other):
+        policy.begin(task, traj.goal, traj.initial_observation)
+    history: list = []
+    final = (traj.meta or {}).get("final_observation", "")
+    for t, step in enumerate(traj.steps):
+        if _block_key(ours.memory(t, history)) != _block_key(other.memory(t, history)):
+            return False
+        history.append(step)
+        after = traj.steps[t + 1].observation if t + 1 < len(traj.steps) else final
+        for policy in (ours, other):
+            policy.observe(step, after)
+    return True
+
+
+def _source_run(src: Path) -> tuple[dict, dict]:
+    """(config.json, its run identity with today's defaults) of a run folder to adopt from."""
     try:
         saved = json.loads((src / "config.json").read_text())
-        theirs = RunConfig(out="").identity() | saved.get("run", {})
+        return saved, RunConfig(out="").identity() | saved.get("run", {})
     except FileNotFoundError:
         raise FileNotFoundError(f"{src}: no run folder (no config.json) to adopt episodes from") from None
     except (json.JSONDecodeError, AttributeError) as e:
         raise ValueError(f"{src / 'config.json'}: not a run config ({e})") from None
-    if diff := identity_diff(theirs, cfg.identity(), ADOPT_IGNORES):
-        raise ValueError(f"{src}: played with other parameters than {cfg.out} {diff}; its episodes are not this "
-                         "run's")
+
+
+def _check_same_agent(cfg: RunConfig, src: Path, saved: dict) -> None:
     if (then := saved.get("model_adapter")) != (now := model_adapter_hash(cfg.model)):
         raise ValueError(f"{src}: played by adapter {then} of model {cfg.model}, which is now {now} (retrained)")
-    if cfg.memory_base and saved.get("memory_base_digest") != memory_base_digest(cfg):
-        raise ValueError(f"{src}: played over another state of the memory base {cfg.memory_base}")
+
+
+def _write_adopted(cfg: RunConfig, src: Path, saved: dict, adopted: list[tuple[str, str]],
+                   rule: str | None = None) -> None:
+    """Append ``adopted`` (task id, line) to ``cfg.out`` with the provenance in ``config.json`` (atomically)."""
+    if not adopted:
+        return
     out = Path(cfg.out)
-    done = check_resume(cfg, resume=True)  # refuses a folder of other parameters before anything is written
-    wanted = {t.task_id for t in select_tasks(cfg)} - done
-    adopted = [(tid, line) for tid, line in _episode_lines(src / "trajectories.jsonl") if tid in wanted]
-    ids, lines = [tid for tid, _ in adopted], [line for _, line in adopted]
-    if not ids:
-        return []
     write_run_config(cfg)
     record = json.loads((out / "config.json").read_text())
     source_rel = os.path.relpath(src.resolve(), out.resolve())  # relative to this folder: the pair moves together
-    record["adopted"] = [*record.get("adopted", []), {"source": source_rel, "episodes": len(ids),
+    record["adopted"] = [*record.get("adopted", []), {"source": source_rel, "episodes": len(adopted),
+                                                       **({"rule": rule} if rule else {}),
                                                        "versions": saved.get("versions")}]
     atomic_write_text(out / "config.json", json.dumps(record, indent=1))
     rows = out / "trajectories.jsonl"
     kept = [line for _, line in _episode_lines(rows)]  # the lines as they are (a torn last one dropped)
-    atomic_write_text(rows, "".join(line + "\n" for line in kept + lines))
-    return ids
+    atomic_write_text(rows, "".join(line + "\n" for line in kept + [line for _, line in adopted]))
 
 
 def _episode_lines(path: Path) -> list[tuple[str, str]]:

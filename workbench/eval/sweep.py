@@ -14,6 +14,9 @@ A grid file::
       dtype: [float32, bfloat16]   # -> none-float32, none-bfloat16, traj-float32, traj-bfloat16
     order: interleaved             # optional: next, a job of the configuration with the fewest done (default:
                                    # configs, one after another); a grid stopped early is then balanced
+    adopt_same_memory:             # optional: NAME: REF -- configuration NAME (another memory base) takes REF's
+      agmr: traj                   # episodes whose memory its policy leaves the same at every step, instead of
+                                   # playing them (workbench.eval.runner.adopt_same_memory)
 
 ``workbench sweep GRID.yaml --set model=NAME --out DIR`` plays the same grid for another value of a run field
 (over the defaults and every configuration's own value).
@@ -42,7 +45,7 @@ from workbench.memory.trajectory import atomic_write_text
 
 __all__ = ["GridError", "Grid", "load_grid", "parse_overrides", "run_sweep"]
 
-_TOP = {"out", "defaults", "configurations", "grid", "description", "order"}
+_TOP = {"out", "defaults", "configurations", "grid", "description", "order", "adopt_same_memory"}
 _FIELDS = {f.name: f for f in fields(RunConfig) if f.name != "out"}
 _RETRIEVERS = ("minilm", "bm25")
 _CHOICES = {"dtype": DTYPES, "retriever": _RETRIEVERS, "decode": DECODES, "env": ("alfworld",)}
@@ -62,6 +65,7 @@ class Grid:
     configs: tuple[RunConfig, ...]
     description: str = ""
     order: str = "configs"
+    same_memory: tuple[tuple[str, str], ...] = ()  # (name, reference name): adopt_same_memory before playing
 
     @property
     def names(self) -> list[str]:
@@ -225,8 +229,16 @@ def load_grid(path: str | Path, out: str | None = None, overrides: dict | None =
             raise GridError(f"{where}: {e}") from None
         _check_config(where, cfg, n_tasks)
         configs.append(cfg)
+    same = data.get("adopt_same_memory") or {}
+    if not isinstance(same, dict):
+        raise GridError(f"{path}: key 'adopt_same_memory': expected a mapping NAME: REFERENCE (e.g. agmr: traj)")
+    for name, ref in same.items():
+        for role, n in (("configuration", name), ("reference", ref)):
+            if n not in seen:
+                raise GridError(f"{path}: adopt_same_memory: {role} '{n}' is not a configuration of this grid "
+                                f"(known: {', '.join(seen)})")
     return Grid(path=str(path), out=out, configs=tuple(configs), description=str(data.get("description") or ""),
-                order=order)
+                order=order, same_memory=tuple((str(k), str(v)) for k, v in same.items()))
 
 
 def run_sweep(grid: Grid, workers: int | None = None, ray_address: str | None = None, only: list[str] | None = None,
@@ -265,6 +277,14 @@ def run_sweep(grid: Grid, workers: int | None = None, ray_address: str | None = 
         from workbench.eval.runner import adopt_runs
 
         invocation["adopted"] = {Path(out).name: what for out, what in adopt_runs(configs, adopt_from).items()}
+    if grid.same_memory:
+        from workbench.eval.runner import adopt_same_memory
+
+        by_name = {Path(c.out).name: c for c in grid.configs}
+        for name, ref in grid.same_memory:
+            if by_name[name] in configs and (Path(by_name[ref].out) / "config.json").exists():
+                ids = adopt_same_memory(by_name[name], by_name[ref].out)
+                invocation.setdefault("adopted", {})[name] = f"{len(ids)} episodes adopted from {ref} (the same memory)"
     record({})
     try:
         report = drive(configs, resume=True, progress=progress, workers=workers, ray_address=ray_address,
