@@ -235,3 +235,11 @@ def test_adopt_same_memory_takes_the_episodes_whose_memory_a_refined_base_leaves
     run(replay, progress=False)
     again = {d["task_id"]: d for d in iter_jsonl_dicts(Path(replay.out) / "trajectories.jsonl")}
     assert again[first] == json.loads((Path(source.out) / "trajectories.jsonl").read_text().splitlines()[0])
+
+
+def test_versions_name_the_cpu_and_its_bf16_kernels():
+    """bf16 results differ in the last bits between matmul kernels, so a run records which CPU played it."""
+    from workbench.eval.runner import versions
+
+    cpu = versions()["cpu"]
+    assert cpu and any(k in cpu for k in ("amx_bf16", "avx512_bf16", "no native bf16"))

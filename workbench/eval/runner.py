@@ -218,6 +218,7 @@ def versions() -> dict:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             out[name] = None
+    out["cpu"] = _cpu()
     try:
         root = Path(__file__).resolve().parents[2]
         out["git_commit"] = subprocess.run(
@@ -235,6 +236,19 @@ def identity_diff(old: dict, new: dict, ignore: tuple[str, ...] = ()) -> dict:
     the same run."""
     skip = {*ignore, *(("memory_base",) if old.get("memory_base") and new.get("memory_base") else ())}
     return {k: (old.get(k), v) for k, v in new.items() if k not in skip and old.get(k) != v}
+
+
+def _cpu() -> str | None:
+    """The CPU model and its bfloat16 matmul kernels (amx / avx512_bf16 / none): bf16 results differ in the last
+    bits between kernels, enough to send a near-tied decision the other way."""
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return platform.processor() or None
+    model = next((ln.split(":", 1)[1].strip() for ln in info.splitlines() if ln.startswith("model name")), "")
+    flags = set(next((ln.split(":", 1)[1].split() for ln in info.splitlines() if ln.startswith("flags")), []))
+    kernels = [k for k in ("amx_bf16", "avx512_bf16") if k in flags] or ["no native bf16"]
+    return f"{model} ({', '.join(kernels)})"
 
 
 def check_resume(cfg: RunConfig, resume: bool) -> set[str]:
