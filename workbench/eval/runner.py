@@ -360,8 +360,8 @@ def adopt_same_memory(cfg: RunConfig, source: str | Path) -> list[str]:
 
 
 def _block_key(block) -> tuple:
-    """What of a memory block reaches the prompt (``workbench.agents.loop.build_prompt``)."""
-    return (block.layout, block.pieces, block.working_memory, block.reminder, block.reminder_label)
+    """What of a memory block reaches the prompt (``workbench.agents.loop.build_prompt``) or the step's record."""
+    return (block.layout, block.pieces, block.working_memory, block.reminder, block.reminder_label, block.record)
 
 
 def _same_memory(ours, other, task: Task, traj: Trajectory) -> bool:
