@@ -28,7 +28,20 @@ def _cmd_run(a: argparse.Namespace) -> int:
         backend=a.backend, backend_args=tuple(a.backend_arg or ()), interval=a.interval,
         triggers=tuple(a.trigger or ()), record_admissible=a.record_admissible, memory_base=a.memory_base,
     )
-    metrics = run(cfg, resume=a.resume, workers=a.workers, ray_address=a.ray_address)
+    if a.adopt_from:
+        from pathlib import Path
+
+        from workbench.eval.runner import adopt_episodes, adopt_same_memory
+
+        try:
+            theirs = json.loads((Path(a.adopt_from) / "config.json").read_text()).get("run", {})
+        except (OSError, json.JSONDecodeError) as e:
+            raise ValueError(f"--adopt-from {a.adopt_from}: not a run folder ({e})") from None
+        same_base = theirs.get("memory_base") == cfg.memory_base or not (theirs.get("memory_base") or cfg.memory_base)
+        ids = (adopt_episodes if same_base else adopt_same_memory)(cfg, a.adopt_from)
+        print(f"{len(ids)} episodes adopted from {a.adopt_from}" + ("" if same_base else " (the same memory)"),
+              file=sys.stderr)
+    metrics = run(cfg, resume=a.resume or bool(a.adopt_from), workers=a.workers, ray_address=a.ray_address)
     print(json.dumps({k: metrics[k] for k in _SUMMARY} | {"teacher_forced": metrics.get("teacher_forced")}))
     return 0
 
@@ -335,6 +348,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--retriever", default="minilm", help="minilm | bm25")
     r.add_argument("--memory-base", metavar="DIR", help="the memory base icl / traj / awm read (e.g. one `workbench "
                    "refine` wrote); default: the valid_train expert trajectories")
+    r.add_argument("--adopt-from", metavar="RUN_DIR", help="take the episodes RUN_DIR already played with the same "
+                   "parameters (teacher forcing and the slice aside) instead of playing them; over another memory "
+                   "base, those whose memory is the same at every step (e.g. Traj's, for a refined base); then "
+                   "play the rest (implies --resume)")
     r.add_argument("--max-steps", type=int, default=50)
     r.add_argument("--out", required=True)
     r.add_argument("--resume", action="store_true", help="continue a killed run: skips finished episodes")

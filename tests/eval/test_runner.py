@@ -230,6 +230,15 @@ def test_adopt_same_memory_takes_the_episodes_whose_memory_a_refined_base_leaves
     assert (Path(source.out) / "trajectories.jsonl").read_text().splitlines()[0] in rows  # byte for byte
     config = json.loads((Path(target.out) / "config.json").read_text())
     assert config["adopted"][0]["rule"] == "same memory" and config["adopted"][0]["episodes"] == 1
+    # the CLI: `workbench run --memory-base DIR --adopt-from RUN_DIR` does the same, then plays the rest
+    assert main(["run", "--model", str(tiny_model_dir), "--memory", "traj", "--max-steps", "2", "--tasks", "0:134:67",
+                 "--no-teacher-forcing", "--memory-base", str(tmp_path / "refined"), "--adopt-from", source.out,
+                 "--out", str(tmp_path / "cli")]) == 0
+    cli = json.loads((tmp_path / "cli" / "config.json").read_text())
+    assert cli["adopted"][0]["episodes"] == 1 and cli["adopted"][0]["rule"] == "same memory"
+    assert len((tmp_path / "cli" / "trajectories.jsonl").read_text().splitlines()) == 2
+    assert main(["run", "--model", str(tiny_model_dir), "--memory", "traj", "--tasks", "0:1", "--adopt-from",
+                 str(tmp_path / "nowhere"), "--out", str(tmp_path / "cli2")]) == 2
     # the premise: played over the refined base, the adopted task's episode is the source's, record for record
     replay = RunConfig(out=str(tmp_path / "replay"), memory_base=str(tmp_path / "refined"), **common)
     run(replay, progress=False)
