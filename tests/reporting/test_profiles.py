@@ -30,3 +30,32 @@ def test_profile_parameters_are_declared_by_the_notebook(profile):
 def test_unknown_profile_is_a_clear_error():
     with pytest.raises(ValueError, match="unknown profile 'huge'"):
         notebook_parameters("huge", "01_baselines", "reports", "runs")
+
+
+def test_reproduce_json_says_which_profile_rendered_each_notebook(tmp_path, monkeypatch):
+    """The default profile renders every notebook, then one is rendered again at paper scale: reproduce.json keeps
+    each notebook's own profile, dtype, wall time and commit (a real papermill run of a two-cell notebook)."""
+    import importlib
+
+    import nbformat
+
+    rep = importlib.import_module("workbench.reporting.reproduce")  # the package exports the function by that name
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("x = 1\nreports_dir = runs_dir = profile = dtype = None",
+                                          metadata={"tags": ["parameters"]}),
+                nbformat.v4.new_code_cell("print(profile, dtype)")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    for name in ("a", "b"):
+        nbformat.write(nb, tmp_path / f"{name}.ipynb")
+    monkeypatch.setattr(rep, "NOTEBOOKS_DIR", tmp_path)
+    monkeypatch.setitem(rep.PROFILES, "default", {"a": {"x": 2}, "b": {}})
+    monkeypatch.setitem(rep.PROFILES, "full", {"a": {"x": 3}, "b": {}})
+    reports = tmp_path / "reports"
+    rep.reproduce("default", str(reports), runs=str(tmp_path / "runs"))
+    rep.reproduce("full", str(reports), notebooks=["a"], runs=str(tmp_path / "runs"), dtype="bfloat16")
+    record = json.loads((reports / "reproduce.json").read_text())
+    assert record["notebooks"]["a"]["profile"] == "full" and record["notebooks"]["a"]["dtype"] == "bfloat16"
+    assert record["notebooks"]["b"]["profile"] == "default" and record["notebooks"]["b"]["dtype"] == "float32"
+    assert record["profile"] == "full" and set(record["wall_s"]) == {"a", "b"}
+    assert all(r["git_commit"] and r["finished"] for r in record["notebooks"].values())

@@ -9,6 +9,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from workbench.eval.runner import versions
+from workbench.memory.trajectory import atomic_write_text
 from workbench.reporting.profiles import PROFILES, notebook_parameters
 
 __all__ = ["reproduce", "NOTEBOOKS_DIR"]
@@ -32,6 +33,11 @@ def reproduce(profile: str = "default", reports: str = "reports", notebooks: lis
     The executed copies land in ``reports/notebooks/`` so a reader sees the outputs without running.
     ``dtype``: run every notebook's model in this dtype (default: the notebooks' own, float32); its runs get
     folders of their own (``runs/<profile>-<dtype>``), and every table says the dtype.
+
+    ``reports/reproduce.json`` keeps, per notebook, what rendered it last (``notebooks``: profile, dtype, wall
+    time, git commit, when), so reports rendered by several invocations -- the default profile, then one
+    notebook at paper scale -- say which is which; its top-level ``profile`` / ``dtype`` / ``versions`` /
+    ``machine`` are the last invocation's.
     """
     import papermill as pm
 
@@ -40,7 +46,7 @@ def reproduce(profile: str = "default", reports: str = "reports", notebooks: lis
     names = notebooks or sorted(PROFILES[profile])
     out_dir = Path(reports) / "notebooks"
     out_dir.mkdir(parents=True, exist_ok=True)
-    timings = {}
+    timings, finished = {}, {}
     for name in tqdm(names, desc=f"reproduce [{profile}]"):
         src = NOTEBOOKS_DIR / f"{name}.ipynb"
         if not src.exists():
@@ -52,9 +58,14 @@ def reproduce(profile: str = "default", reports: str = "reports", notebooks: lis
         pm.execute_notebook(str(src), str(out_dir / src.name), parameters=params, cwd=str(NOTEBOOKS_DIR),
                             progress_bar=False)
         timings[name] = round(time.perf_counter() - t0, 1)
+        finished[name] = time.strftime("%Y-%m-%dT%H:%M:%S")
     path = Path(reports) / "reproduce.json"
     old = json.loads(path.read_text()) if path.exists() else {}
-    old.update({"profile": profile, "dtype": dtype or "float32", "wall_s": {**old.get("wall_s", {}), **timings}, "versions": versions(),
-                "machine": machine()})
-    path.write_text(json.dumps(old, indent=1) + "\n")
+    now = versions()
+    rendered = {name: {"profile": profile, "dtype": dtype or "float32", "wall_s": wall,
+                       "git_commit": now.get("git_commit"), "finished": finished[name]}
+                for name, wall in timings.items()}
+    old.update({"profile": profile, "dtype": dtype or "float32", "wall_s": {**old.get("wall_s", {}), **timings},
+                "notebooks": {**old.get("notebooks", {}), **rendered}, "versions": now, "machine": machine()})
+    atomic_write_text(path, json.dumps(old, indent=1) + "\n")
     return timings
