@@ -407,7 +407,9 @@ def _write_adopted(cfg: RunConfig, src: Path, saved: dict, adopted: list[tuple[s
     source_rel = os.path.relpath(src.resolve(), out.resolve())  # relative to this folder: the pair moves together
     record["adopted"] = [*record.get("adopted", []), {"source": source_rel, "episodes": len(adopted),
                                                        **({"rule": rule} if rule else {}),
-                                                       "versions": saved.get("versions")}]
+                                                       "versions": saved.get("versions"),
+                                                       # where the source's own episodes came from, if adopted
+                                                       **({"via": saved["adopted"]} if saved.get("adopted") else {})}]
     atomic_write_text(out / "config.json", json.dumps(record, indent=1))
     rows = out / "trajectories.jsonl"
     kept = [line for _, line in _episode_lines(rows)]  # the lines as they are (a torn last one dropped)
