@@ -221,7 +221,7 @@ def _cmd_dagger(a: argparse.Namespace) -> int:
         print(json.dumps(compare_iterations(a.root, a.against, a.iteration), indent=1))
     elif a.step == "rollout":
         print(json.dumps(run_rollouts(a.root, a.iteration, a.model, workers=a.workers, ray_address=a.ray_address,
-                                      n_games=a.games, per_layout=a.per_layout, dtype=a.dtype)))
+                                      n_games=a.games, per_layout=a.per_layout, dtype=a.dtype, decode=a.decode)))
     else:
         print(json.dumps(label_iteration(a.root, a.iteration)))
     return 0
@@ -432,6 +432,9 @@ def build_parser() -> argparse.ArgumentParser:
     dg.add_argument("--per-layout", metavar="K[,NAME=K]", help="the first K games of each layout's share of the "
                     "games (NAME=K: that layout's own K), e.g. 7,none=15 (default: every game)")
     _dtype_arg(dg)  # the rollouts' dtype (written into the iteration's grid.yaml)
+    dg.add_argument("--decode", default="score", choices=DECODES, help="how the rolled-out agent acts (rollout): "
+                    "score (among the admissible commands: no failed action) or generate-verbatim (what it writes "
+                    "is executed: failed actions and the expert's recovery enter the data)")
     _executor_args(dg)
     dg.set_defaults(fn=_cmd_dagger)
 

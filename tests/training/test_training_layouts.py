@@ -195,3 +195,42 @@ def test_compare_iterations_pairs_the_layout_game_pairs_both_played(tmp_path):
     (tmp_path / "it2" / "runs").mkdir(parents=True)
     with pytest.raises(ValueError, match="share no"):
         compare_iterations(tmp_path, 1, 2)
+
+
+def test_rollout_grid_records_the_rollouts_decode(tmp_path):
+    """A generate-verbatim iteration executes what the agent writes (its data then holds failed actions); the
+    default (score) leaves the grid as earlier iterations wrote it."""
+    from workbench.eval.sweep import load_grid
+
+    verbatim = rollout_grid(tmp_path / "v.yaml", str(tmp_path / "runs"), "smollm2-135m-alfworld-v2", 2, 200,
+                            per_layout="2", dtype="bfloat16", decode="generate-verbatim")
+    assert {c.decode for c in load_grid(verbatim).configs} == {"generate-verbatim"}
+    scored = rollout_grid(tmp_path / "s.yaml", str(tmp_path / "runs2"), "smollm2-135m-alfworld-v2", 2, 200,
+                          per_layout="2")
+    assert "decode" not in scored.read_text() and {c.decode for c in load_grid(scored).configs} == {"score"}
+
+
+def test_dagger_labels_the_state_after_a_failed_action(expert):
+    """A written command ALFWorld rejects leaves the state as it was: the expert's answer is the one it had."""
+    plan = expert.actions()
+    adm = expert.meta["admissible"]
+    steps = [expert.steps[0], Step(observation=expert.steps[1].observation, action="go to desk 99"),
+             Step(observation="Nothing happens.", action=plan[1])]
+    meta = {"steps": [{"admissible": adm[0]}, {"admissible": adm[1]}, {"admissible": adm[1]}],
+            "final_observation": expert.steps[2].observation}
+    traj = expert.model_copy(update={"steps": tuple(steps), "meta": meta, "source": "agent:v2"})
+    labels = label_trajectory(traj, plan)
+    assert labels == [plan[0], plan[1], plan[1]]
+    rep = label_report([traj.model_copy(update={"meta": {**meta, "labels": labels}})])
+    assert rep["failed_actions"] == 1 and rep["no_answer"] == 0
+
+
+def test_a_verbatim_dagger_iteration_holds_failed_actions(tiny_model_dir, tmp_path):
+    """Rolled out with decode generate-verbatim, a (tiny, random) agent's written commands are executed as written:
+    ALFWorld rejects them, and the labelled data holds those failed actions with the expert's answer after them."""
+    from workbench.training.dagger import label_iteration, run_rollouts
+
+    run_rollouts(tmp_path, 0, str(tiny_model_dir), n_games=2, max_steps=3, decode="generate-verbatim")
+    assert "decode: generate-verbatim" in (tmp_path / "it0" / "grid.yaml").read_text()
+    report = label_iteration(tmp_path, 0)
+    assert report["episodes"] == 2 and report["failed_actions"] > 0 and report["no_answer"] < 0.5

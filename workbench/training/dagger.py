@@ -96,7 +96,7 @@ def parse_per_layout(spec: str | None) -> tuple[int | None, dict[str, int]]:
 
 def rollout_grid(path: str | Path, out: str, model: str, iteration: int, n_games: int,
                  layouts: Sequence[Layout] = LAYOUTS, max_steps: int = 50, per_layout: str | None = None,
-                 dtype: str = "float32") -> Path:
+                 dtype: str = "float32", decode: str = "score") -> Path:
     """Write the grid of iteration ``iteration``'s rollouts: game j of valid_train under layout j mod L.
 
     Each layout is one configuration over the slice ``j0:n_games:L`` of the sorted games; budgeted layouts
@@ -104,7 +104,11 @@ def rollout_grid(path: str | Path, out: str, model: str, iteration: int, n_games
     the first K games of each layout's slice (of the named ones, their own K): a smaller iteration whose games
     still spread over the whole split. ``dtype`` is the rollouts' inference dtype: DAgger needs the states the
     current policy visits, and the expert labels them whatever the dtype, so an iteration may play in bfloat16
-    where the CPU has native bf16 kernels (the grid records it; a resumed folder refuses another).
+    where the CPU has native bf16 kernels (the grid records it; a resumed folder refuses another). ``decode``
+    (``workbench.agents.loop.DECODES``): ``score`` picks among the admissible commands, so its rollouts never fail
+    an action; ``generate-verbatim`` executes what the agent writes, so an iteration's states include failed
+    actions ("Nothing happens.") and what the expert does after them -- the data an agent needs to recover from
+    its own invalid commands (MemArbiter's Table 5 (a) setting).
     """
     L = len(layouts)
     default_k, own_k = parse_per_layout(per_layout)
@@ -123,7 +127,8 @@ def rollout_grid(path: str | Path, out: str, model: str, iteration: int, n_games
         configs.append(cfg)
     grid = {"description": f"DAgger iteration {iteration}: {model} on valid_train, one layout per game",
             "out": out, "defaults": {"model": model, "dtype": dtype, "split": "valid_train", "max_steps": max_steps,
-                                     "teacher_forcing": False, "record_admissible": True},
+                                     "teacher_forcing": False, "record_admissible": True,
+                                     **({"decode": decode} if decode != "score" else {})},
             "configurations": configs, "order": "interleaved"}  # stopped early, every layout has its share
     import yaml
 
@@ -144,7 +149,7 @@ def iteration_dir(root: str | Path, iteration: int) -> Path:
 
 def run_rollouts(root: str | Path, iteration: int, model: str, workers: int | None = None,
                  ray_address: str | None = None, n_games: int | None = None, max_steps: int = 50,
-                 per_layout: str | None = None, dtype: str = "float32") -> dict:
+                 per_layout: str | None = None, dtype: str = "float32", decode: str = "score") -> dict:
     """Step 1 of an iteration: write its grid and play it (resumable: run it again after a kill)."""
     from workbench.envs.alfworld import load_alfworld_tasks
     from workbench.eval.sweep import load_grid, run_sweep
@@ -152,7 +157,7 @@ def run_rollouts(root: str | Path, iteration: int, model: str, workers: int | No
     it = iteration_dir(root, iteration)
     n = n_games or len(load_alfworld_tasks("valid_train"))
     grid = load_grid(rollout_grid(it / "grid.yaml", str(it / "runs"), model, iteration, n, max_steps=max_steps,
-                                  per_layout=per_layout, dtype=dtype))
+                                  per_layout=per_layout, dtype=dtype, decode=decode))
     report = run_sweep(grid, workers=workers, ray_address=ray_address)
     return {"grid": str(it / "grid.yaml"), "wall_s": report.wall_s, "played": report.jobs}
 
