@@ -340,7 +340,8 @@ def adopt_same_memory(cfg: RunConfig, source: str | Path) -> list[str]:
     Raises:
         FileNotFoundError: ``source`` holds no run.
         ValueError: ``source`` differs in more than the memory base (and :data:`ADOPT_IGNORES`), was played by
-            another adapter, or ``cfg.out`` holds a run of other parameters. Nothing is written then.
+            another adapter or over a base that changed since, or ``cfg.out`` holds a run of other parameters.
+            Nothing is written then.
     """
     from dataclasses import replace
 
@@ -350,9 +351,13 @@ def adopt_same_memory(cfg: RunConfig, source: str | Path) -> list[str]:
         raise ValueError(f"{src}: played with other parameters than {cfg.out} {diff} (only the memory base may "
                          "differ)")
     _check_same_agent(cfg, src, saved)
+    theirs_cfg = replace(cfg, memory_base=theirs.get("memory_base"))
+    if theirs_cfg.memory_base and saved.get("memory_base_digest") != memory_base_digest(theirs_cfg):
+        raise ValueError(f"{src}: its memory base {theirs_cfg.memory_base} changed since it was played; its "
+                         "episodes cannot be compared with today's base")
     done = check_resume(cfg, resume=True)
     tasks = {t.task_id: t for t in select_tasks(cfg) if t.task_id not in done}
-    ours, other = policy_for(cfg), policy_for(replace(cfg, memory_base=theirs.get("memory_base")))
+    ours, other = policy_for(cfg), policy_for(theirs_cfg)
     adopted = [(tid, line) for tid, line in _episode_lines(src / "trajectories.jsonl")
                if tid in tasks and _same_memory(ours, other, tasks[tid], Trajectory.model_validate_json(line))]
     _write_adopted(cfg, src, saved, adopted, rule="same memory")
