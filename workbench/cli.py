@@ -29,17 +29,10 @@ def _cmd_run(a: argparse.Namespace) -> int:
         triggers=tuple(a.trigger or ()), record_admissible=a.record_admissible, memory_base=a.memory_base,
     )
     if a.adopt_from:
-        from pathlib import Path
+        from workbench.eval.runner import adopt
 
-        from workbench.eval.runner import adopt_episodes, adopt_same_memory
-
-        try:
-            theirs = json.loads((Path(a.adopt_from) / "config.json").read_text()).get("run", {})
-        except (OSError, json.JSONDecodeError) as e:
-            raise ValueError(f"--adopt-from {a.adopt_from}: not a run folder ({e})") from None
-        same_base = theirs.get("memory_base") == cfg.memory_base or not (theirs.get("memory_base") or cfg.memory_base)
-        ids = (adopt_episodes if same_base else adopt_same_memory)(cfg, a.adopt_from)
-        print(f"{len(ids)} episodes adopted from {a.adopt_from}" + ("" if same_base else " (the same memory)"),
+        ids, by_memory = adopt(cfg, a.adopt_from)
+        print(f"{len(ids)} episodes adopted from {a.adopt_from}" + (" (the same memory)" if by_memory else ""),
               file=sys.stderr)
     metrics = run(cfg, resume=a.resume or bool(a.adopt_from), workers=a.workers, ray_address=a.ray_address)
     print(json.dumps({k: metrics[k] for k in _SUMMARY} | {"teacher_forced": metrics.get("teacher_forced")}))

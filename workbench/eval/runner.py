@@ -36,7 +36,8 @@ NO_TASKS = "none"  # tasks: none -> no episodes (teacher forcing only)
 
 __all__ = ["RunConfig", "DTYPES", "parse_task_slice", "select_tasks", "run", "load_run", "versions",
            "teacher_forced_for", "teacher_forced_part", "combine_teacher_forced", "expert_for", "write_run_config",
-           "batch_metrics", "check_resume", "build_policy", "policy_for", "adopt_episodes", "adopt_same_memory", "adopt_runs", "ADOPT_IGNORES", "identity_diff"]
+           "batch_metrics", "check_resume", "build_policy", "policy_for", "adopt", "adopt_episodes",
+           "adopt_same_memory", "adopt_runs", "ADOPT_IGNORES", "identity_diff"]
 
 DTYPES = ("float32", "bfloat16")
 _VERSIONED = ("torch", "transformers", "transformer-lens", "textworld", "alfworld", "workbench")
@@ -362,6 +363,14 @@ def adopt_same_memory(cfg: RunConfig, source: str | Path) -> list[str]:
                if tid in tasks and _same_memory(ours, other, tasks[tid], Trajectory.model_validate_json(line))]
     _write_adopted(cfg, src, saved, adopted, rule="same memory")
     return [tid for tid, _ in adopted]
+
+
+def adopt(cfg: RunConfig, source: str | Path) -> tuple[list[str], bool]:
+    """:func:`adopt_episodes` from a run over the same memory base as ``cfg``, else :func:`adopt_same_memory`;
+    returns (the task ids adopted, whether by the same-memory rule) -- what ``workbench run --adopt-from`` does."""
+    _, theirs = _source_run(Path(source))
+    same_base = (theirs.get("memory_base") or None) == (cfg.memory_base or None)
+    return (adopt_episodes if same_base else adopt_same_memory)(cfg, source), not same_base
 
 
 def _block_key(block) -> tuple:
