@@ -198,6 +198,36 @@ def test_adopt_episodes_reads_another_folders_episodes_and_plays_only_the_rest(t
     assert (Path(target.out) / "trajectories.jsonl").read_text() == before
 
 
+def test_adoption_killed_between_its_two_writes_is_recorded_once_on_rerun(tiny_model_dir, tmp_path, monkeypatch):
+    """``config.json`` gets the adoption record before the trajectories get the episodes; a kill between the two
+    leaves a record whose episodes are missing. The rerun adopts them again and the folder says so once."""
+    import workbench.eval.runner as runner
+    from workbench.eval.runner import adopt_episodes
+
+    common = dict(model=str(tiny_model_dir), memory="none", max_steps=2, tasks="0:2")
+    source = RunConfig(out=str(tmp_path / "src"), **common)
+    run(source, progress=False)
+    target = RunConfig(out=str(tmp_path / "dst"), **common)
+    real = runner.atomic_write_text
+
+    def killed(path, text):
+        if Path(path).name == "trajectories.jsonl":
+            raise KeyboardInterrupt("killed between the two writes")
+        real(path, text)
+
+    monkeypatch.setattr(runner, "atomic_write_text", killed)
+    with pytest.raises(KeyboardInterrupt):
+        adopt_episodes(target, source.out)
+    half = json.loads((Path(target.out) / "config.json").read_text())
+    assert len(half["adopted"]) == 1 and not (Path(target.out) / "trajectories.jsonl").exists()
+    monkeypatch.setattr(runner, "atomic_write_text", real)
+    assert len(adopt_episodes(target, source.out)) == 2
+    config = json.loads((Path(target.out) / "config.json").read_text())
+    assert [r["episodes"] for r in config["adopted"]] == [2]
+    assert sorted(config["adopted"][0]["tasks"]) == sorted(
+        d["task_id"] for d in iter_jsonl_dicts(Path(target.out) / "trajectories.jsonl"))
+
+
 def test_adopt_same_memory_takes_the_episodes_whose_memory_a_refined_base_leaves_unchanged(tiny_model_dir, tmp_path):
     """Traj over a base where one entry was refined: the task that retrieves an unchanged entry reads exactly the
     default base's memory at every step, so its Traj episode is adopted; the task whose entry changed is played."""

@@ -418,15 +418,23 @@ def _write_adopted(cfg: RunConfig, src: Path, saved: dict, adopted: list[tuple[s
     out = Path(cfg.out)
     write_run_config(cfg)
     record = json.loads((out / "config.json").read_text())
-    source_rel = os.path.relpath(src.resolve(), out.resolve())  # relative to this folder: the pair moves together
-    record["adopted"] = [*record.get("adopted", []), {"source": source_rel, "episodes": len(adopted),
-                                                       **({"rule": rule} if rule else {}),
-                                                       "versions": saved.get("versions"),
-                                                       # where the source's own episodes came from, if adopted
-                                                       **({"via": saved["adopted"]} if saved.get("adopted") else {})}]
-    atomic_write_text(out / "config.json", json.dumps(record, indent=1))
     rows = out / "trajectories.jsonl"
-    kept = [line for _, line in _episode_lines(rows)]  # the lines as they are (a torn last one dropped)
+    present = _episode_lines(rows)  # the lines as they are (a torn last one dropped)
+    kept = [line for _, line in present]
+    source_rel = os.path.relpath(src.resolve(), out.resolve())  # relative to this folder: the pair moves together
+    # config.json is written before the trajectories: a kill between the two leaves a record whose episodes are
+    # not in the file; it is dropped here, so a rerun records that adoption once. (Records written before the
+    # task ids were kept are taken as they are.)
+    have = {tid for tid, _ in present}
+    earlier = [r for r in record.get("adopted", []) if "tasks" not in r or set(r["tasks"]) <= have]
+    record["adopted"] = [*earlier, {"source": source_rel, "episodes": len(adopted),
+                                    **({"rule": rule} if rule else {}),
+                                    "tasks": [tid for tid, _ in adopted],
+                                    "versions": saved.get("versions"),
+                                    # where the source's own episodes came from, if adopted
+                                    **({"via": [{k: v for k, v in r.items() if k != "tasks"} for r in saved["adopted"]]}
+                                       if saved.get("adopted") else {})}]
+    atomic_write_text(out / "config.json", json.dumps(record, indent=1))
     atomic_write_text(rows, "".join(line + "\n" for line in kept + [line for _, line in adopted]))
 
 
