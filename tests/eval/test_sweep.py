@@ -107,7 +107,16 @@ def test_sweep_folders_are_what_run_writes_and_it_resumes(tiny_model_dir, tmp_pa
     assert again.jobs == {"episode": 2, "teacher_forcing": 1}
     state = json.loads((tmp_path / "grid" / "sweep.json").read_text())
     assert len(state["invocations"]) == 2 and all(s["complete"] for s in state["status"].values())
-    assert run_sweep(grid, progress=False).jobs == {"episode": 0, "teacher_forcing": 0}
+    folders = [f for f in (tmp_path / "grid").iterdir() if f.is_dir()]
+    before = {f / n: (f / n).read_bytes() for f in folders for n in ("config.json", "metrics.json")}
+    import workbench.eval.runner as runner
+
+    played_with = runner.versions()
+    with pytest.MonkeyPatch.context() as mp:  # a later commit resumes them
+        mp.setattr(runner, "versions", lambda: {**played_with, "git_commit": "later"})
+        assert run_sweep(grid, progress=False).jobs == {"episode": 0, "teacher_forcing": 0}
+    # nothing played: the folders say what the invocations that played wrote (versions, wall time), byte for byte
+    assert {p: p.read_bytes() for p in before} == before
     # a configuration changed under the same name is refused, naming what differs, before anything runs
     changed = _write(tmp_path, GRID.format(out=tmp_path / "grid", model=tiny_model_dir).replace("max_steps: 3",
                                                                                                "max_steps: 4"))

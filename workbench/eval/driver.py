@@ -160,6 +160,10 @@ def _complete(plan: _Plan, t0: float) -> dict:
     trajs = [Trajectory.model_validate(d) for d in iter_jsonl_dicts(rows)]
     metrics = batch_metrics(trajs) if plan.tasks else {"n_episodes": 0}  # tasks: none -> teacher forcing only
     metrics["wall_s_this_invocation"] = round(time.perf_counter() - t0, 1)
+    try:  # unchanged but for the wall time (a resume with nothing to play): keep the invocation that played
+        old = json.loads((out / "metrics.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        old = None
     if plan.tf_key is not None:
         tf_path = out / "teacher_forced.json"
         if plan.tf_todo or not tf_path.exists() or json.loads(tf_path.read_text()).get("key") != plan.tf_key:
@@ -167,6 +171,9 @@ def _complete(plan: _Plan, t0: float) -> dict:
             atomic_write_text(tf_path, json.dumps(record, indent=1))
         (out / PARTS_FILE).unlink(missing_ok=True)
         metrics["teacher_forced"] = json.loads(tf_path.read_text())["result"]
+    if old is not None and ({**old, "wall_s_this_invocation": None}
+                            == json.loads(json.dumps({**metrics, "wall_s_this_invocation": None}))):
+        return old
     atomic_write_text(out / "metrics.json", json.dumps(metrics, indent=1))
     return metrics
 
@@ -209,7 +216,8 @@ def drive(cfgs: list[RunConfig], resume: bool = False, progress: bool = True, lm
         models = {(lm.name, lm.dtype): lm}
     plans = [_plan(c, resume) for c in cfgs]  # every check before anything is written
     for p in plans:
-        write_run_config(p.cfg)
+        if p.left or not (Path(p.cfg.out) / "config.json").exists():  # a resume with nothing to play records no
+            write_run_config(p.cfg)                                     # versions: none of its episodes are new
         _cut_torn_tail(Path(p.cfg.out) / "trajectories.jsonl")
         _cut_torn_tail(Path(p.cfg.out) / PARTS_FILE)
     by_out = {p.cfg.out: p for p in plans}
