@@ -13,3 +13,12 @@ def test_tables_state_the_dtype_of_the_runs(tmp_path):
     assert not reports.table(df, "experts", model_results=False).with_suffix(".md").read_text().startswith("dtype")
     assert "dtype: bfloat16" in (tmp_path / "index.md").read_text()
     assert Reports(tmp_path, "x").table(df, "plain").with_suffix(".md").read_text().startswith("|")
+
+
+def test_counts_print_as_integers_beside_rates(tmp_path):
+    """A row of counts and a rate (AGMR's refinement table): the counts print as counts, the rate with three
+    decimals, though pandas hands tabulate one float array."""
+    df = pd.DataFrame.from_dict({"agmr": {"tasks": 140, "mean_attempts": 2.754},
+                                 "agmr-no-agr": {"tasks": 140, "mean_attempts": 2.8214}}, orient="index")
+    text = Reports(tmp_path, "04_agmr").table(df, "refinement").with_suffix(".md").read_text()
+    assert "| agmr        |     140 |           2.754 |" in text and "140.000" not in text and "2.821" in text

@@ -40,7 +40,8 @@ class Reports:
         path = self.root / "tables" / f"{name}.csv"
         atomic_write_text(path, df.to_csv())
         head = f"dtype: {self.dtype}\n\n" if self.dtype and model_results else ""
-        atomic_write_text(path.with_suffix(".md"), head + df.to_markdown(floatfmt=floatfmt) + "\n")
+        # object cells: tabulate then sees an integer column's ints (counts print as 140, not 140.000)
+        atomic_write_text(path.with_suffix(".md"), head + df.astype(object).to_markdown(floatfmt=floatfmt) + "\n")
         self.index()
         return path
 
