@@ -42,7 +42,7 @@ def _cmd_run(a: argparse.Namespace) -> int:
 def _cmd_sweep(a: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from workbench.eval.sweep import load_grid, parse_overrides, run_sweep
+    from workbench.eval.sweep import load_grid, parse_overrides, run_sweep, state_path
 
     grid = load_grid(a.grid, out=a.out, overrides=parse_overrides(a.set))
     if a.dry_run:
@@ -56,7 +56,7 @@ def _cmd_sweep(a: argparse.Namespace) -> int:
             print(json.dumps({"name": Path(cfg.out).name} | {k: m[k] for k in _SUMMARY if k in m}
                              | {"teacher_forced": (m.get("teacher_forced") or {}).get("accuracy")}))
     print(json.dumps({"wall_s": report.wall_s, "played": report.jobs, "replayed": report.replayed,
-                      "worker_peak_rss_mib": report.workers, "sweep": f"{grid.out}/sweep.json"}))
+                      "worker_peak_rss_mib": report.workers, "sweep": str(state_path(grid))}))
     return 0
 
 

@@ -171,3 +171,27 @@ def test_sweep_adopts_the_episodes_another_root_played_with_the_same_parameters(
     assert state["status"]["none"]["complete"]
     config = json.loads((tmp_path / "06" / "m" / "none" / "config.json").read_text())
     assert config["adopted"][0]["episodes"] == 1 and config["run"]["teacher_forcing"] is False
+
+
+def test_two_grids_in_one_folder_keep_their_own_records(tiny_model_dir, tmp_path):
+    """MemArbiter's written-action grid plays beside its main grid in one model folder: the first grid keeps
+    OUT/sweep.json, the second records itself in OUT/sweep.<its stem>.json, each invocation in its own file."""
+    from workbench.eval.sweep import state_path
+
+    out = tmp_path / "model"
+    text = ("out: {out}\ndefaults: {{model: {model}, split: valid_unseen, tasks: '0:1', max_steps: 2, "
+            "teacher_forcing: false}}\nconfigurations:\n  - {{name: {name}, memory: none}}\n")
+    first, second = tmp_path / "main.yaml", tmp_path / "main_verbatim.yaml"
+    first.write_text(text.format(out=out, model=tiny_model_dir, name="a"))
+    second.write_text(text.format(out=out, model=tiny_model_dir, name="b").replace("max_steps: 2", "max_steps: 1"))
+    run_sweep(load_grid(first), progress=False)
+    assert state_path(load_grid(first)) == out / "sweep.json"
+    run_sweep(load_grid(second), progress=False)
+    assert state_path(load_grid(second)) == out / "sweep.main_verbatim.json"
+    main_state = json.loads((out / "sweep.json").read_text())
+    side_state = json.loads((out / "sweep.main_verbatim.json").read_text())
+    assert list(main_state["configurations"]) == ["a"] and len(main_state["invocations"]) == 1
+    assert list(side_state["configurations"]) == ["b"] and side_state["status"]["b"]["complete"]
+    run_sweep(load_grid(first), progress=False)  # the first grid again: its own file, one more invocation
+    assert len(json.loads((out / "sweep.json").read_text())["invocations"]) == 2
+    assert json.loads((out / "sweep.main_verbatim.json").read_text()) == side_state

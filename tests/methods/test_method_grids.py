@@ -41,3 +41,21 @@ def test_the_agmr_grid_is_notebook_04s_full_profile():
         assert identity_diff(c.identity(), expected[c.out].identity()) == {}, c.out
         if c.memory_base:  # the grid's relative path names the notebook's folder
             assert (ROOT / c.memory_base).resolve() == Path(expected[c.out].memory_base)
+
+
+@pytest.mark.parametrize("model,dtype,root", [("smollm2-135m-alfworld", "float32", "runs/full"),
+                                              ("smollm2-135m-alfworld-v2", "bfloat16", "runs/full-bfloat16")])
+def test_the_written_action_grid_is_notebook_05s_full_profile(model, dtype, root):
+    """Table 5 (a) in the paper's setting: the grid plays the folders notebook 05 reads (verbatim_tasks of the full
+    profile), beside the main grid's in the same model folder."""
+    from workbench.methods.arbiter.experiments import verbatim_configs
+    from workbench.reporting.profiles import PROFILES
+
+    tasks = PROFILES["full"]["05_arbiter"]["verbatim_tasks"]
+    grid = load_grid(ROOT / "grids" / "arbiter_verbatim_valid_unseen.yaml", out=f"{root}/05_arbiter/{model}",
+                     overrides=parse_overrides([f"model={model}", f"dtype={dtype}"]))
+    expected = verbatim_configs(model, "valid_unseen", tasks, 50, f"{root}/05_arbiter", dtype=dtype)
+    assert {c.out: c.identity() for c in grid.configs} == {c.out: c.identity() for c in expected}
+    assert all(c.decode == "generate-verbatim" and c.budget == 500 for c in grid.configs)
+    main = load_grid(ROOT / "grids" / "arbiter_valid_unseen.yaml", out=f"{root}/05_arbiter/{model}")
+    assert not set(grid.names) & set(main.names)  # one model folder, no folder of the other grid's

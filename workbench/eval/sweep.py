@@ -26,7 +26,8 @@ found, bad task slices, bad types — and an error names the file, the configura
 always resumes: run the same command again after a kill and only what is missing is played; a configuration
 whose folder holds a run of other parameters is refused (rename it). ``OUT/sweep.json`` records the resolved
 configurations, what each invocation played, its wall time and each worker's peak memory (written
-atomically, so a kill leaves the previous version).
+atomically, so a kill leaves the previous version). Two grids may share ``OUT`` (their configurations have
+other names): the second one's record is ``OUT/sweep.<its file stem>.json`` (:func:`state_path`).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from workbench.agents.loop import DECODES
 from workbench.eval.runner import DTYPES, NO_TASKS, RunConfig, parse_task_slice, versions
 from workbench.memory.trajectory import atomic_write_text
 
-__all__ = ["GridError", "Grid", "load_grid", "parse_overrides", "run_sweep"]
+__all__ = ["GridError", "Grid", "load_grid", "parse_overrides", "run_sweep", "state_path"]
 
 _TOP = {"out", "defaults", "configurations", "grid", "description", "order", "adopt_same_memory"}
 _FIELDS = {f.name: f for f in fields(RunConfig) if f.name != "out"}
@@ -258,13 +259,13 @@ def run_sweep(grid: Grid, workers: int | None = None, ray_address: str | None = 
         if missing:
             raise GridError(f"{grid.path}: --only {missing[0]}: no such configuration (known: {', '.join(grid.names)})")
         configs = [c for c in configs if Path(c.out).name in only]
-    state_path = Path(grid.out) / "sweep.json"
-    state = json.loads(state_path.read_text()) if state_path.exists() else {}
+    state_file = state_path(grid)
+    state = json.loads(state_file.read_text()) if state_file.exists() else {}
     invocation = {"started": time.strftime("%Y-%m-%dT%H:%M:%S"), "finished": None, "workers": workers,
                   "ray_address": ray_address, "configurations": [Path(c.out).name for c in configs]}
 
     def record(status: dict) -> None:
-        atomic_write_text(state_path, json.dumps({
+        atomic_write_text(state_file, json.dumps({
             "grid": grid.path, "description": grid.description, "out": grid.out,
             "configurations": {Path(c.out).name: c.identity() for c in grid.configs},
             "status": {Path(c.out).name: _status(c) for c in grid.configs},
@@ -296,6 +297,20 @@ def run_sweep(grid: Grid, workers: int | None = None, ray_address: str | None = 
             "replayed": report.replayed,
             "worker_peak_rss_mib": {str(k): v for k, v in sorted(report.workers.items())}})
     return report
+
+
+def state_path(grid: Grid) -> Path:
+    """Where ``grid``'s sweep record lives: ``OUT/sweep.json``, unless that file records another grid (by file
+    name; e.g. MemArbiter's written-action grid beside its main grid in one model folder): then
+    ``OUT/sweep.<grid file stem>.json``, so neither grid's record overwrites the other's."""
+    main = Path(grid.out) / "sweep.json"
+    try:
+        other = Path(json.loads(main.read_text()).get("grid") or "").name
+    except (OSError, json.JSONDecodeError):
+        return main
+    if other in ("", Path(grid.path).name):
+        return main
+    return Path(grid.out) / f"sweep.{Path(grid.path).stem}.json"
 
 
 def _status(cfg: RunConfig) -> dict:

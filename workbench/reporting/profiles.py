@@ -22,7 +22,7 @@ PROFILES: dict[str, dict[str, dict]] = {
                            "max_steps": 3, "n_examples": 2},
         "04_agmr": {"refine_tasks": "0:1", "eval_tasks": "0:1", "max_steps": 3},
         "05_arbiter": {"tasks": "0:1", "max_steps": 3, "attention_tasks": "0:1", "switch_tasks": "0:1",
-                       "steps_per_task": 2},
+                       "steps_per_task": 2, "verbatim_tasks": "0:1"},
         "06_proactive": {"tasks": "0:1", "max_steps": 3, "attention_tasks": "0:1"},
     },
     "default": {
@@ -42,9 +42,10 @@ PROFILES: dict[str, dict[str, dict]] = {
         # AGMR on a slice: refine on 2 valid_seen tasks (both variants; a failure costs up to 4 episodes), evaluate
         # 6 conditions on 3 valid_unseen tasks over two worker processes. Paper scale is PROFILE=full.
         "04_agmr": {"refine_tasks": "0:140:70", "eval_tasks": "0:134:45", "max_steps": 50, "workers": 2},
-        # 9 working-memory conditions on 2 tasks; item attention on 1 episode, band switches at 4 steps of 2 experts.
+        # 9 working-memory conditions on 2 tasks; item attention on 1 episode, band switches at 4 steps of 2 experts;
+        # no written-action runs (Table 5 (a) in the paper's setting: PROFILE=full, 3 x 20 episodes).
         "05_arbiter": {"tasks": "0:134:67", "max_steps": 50, "workers": 2, "attention_tasks": "0:1",
-                       "switch_tasks": "0:134:67", "steps_per_task": 4},
+                       "switch_tasks": "0:134:67", "steps_per_task": 4, "verbatim_tasks": None},
         # the action agent alone and 5 proactive conditions on 2 tasks; reminder attention on 1 episode.
         "06_proactive": {"tasks": "0:134:67", "max_steps": 50, "workers": 2, "attention_tasks": "0:1"},
     },
@@ -62,8 +63,10 @@ PROFILES: dict[str, dict[str, dict]] = {
                            "max_pairs": None, "tf_tasks": "all", "episode_tasks": "0:134:4", "max_steps": 50,
                            "n_examples": 6},
         "04_agmr": {"refine_tasks": "all", "eval_tasks": "all", "max_steps": 50, "workers": 2, "n_cases": 2},
+        # Table 5 (a) in the paper's setting (actions written and executed as written) on every 7th task
+        # (grids/arbiter_verbatim_valid_unseen.yaml).
         "05_arbiter": {"tasks": "all", "max_steps": 50, "workers": 2, "attention_tasks": "0:134:7",
-                       "switch_tasks": "0:134:7", "steps_per_task": 6},
+                       "switch_tasks": "0:134:7", "steps_per_task": 6, "verbatim_tasks": "0:134:7"},
         "06_proactive": {"tasks": "all", "max_steps": 50, "workers": 2, "attention_tasks": "0:134:7"},
     },
 }

@@ -21,7 +21,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["arbiter_configs", "condition_name", "item_attention", "band_switches", "behaviour_table"]
+__all__ = ["arbiter_configs", "verbatim_configs", "verbatim_behaviour_table", "condition_name", "item_attention",
+           "band_switches", "behaviour_table"]
+
+VERBATIM = "verbatim"
 
 
 def condition_name(memory: str, budget: int, ablation: str | None = None) -> str:
@@ -52,6 +55,32 @@ def arbiter_configs(model: str, split: str, tasks: str, max_steps: int, root: st
 
 
 METHODS = ("arbiter", "flat-retrieval", "flat-recency")
+
+
+def verbatim_configs(model: str, split: str, tasks: str, max_steps: int, root: str | Path, budget: int = 500,
+                     dtype: str = "float32", backend: str | None = None) -> list:
+    """Table 5 (a) in the paper's setting: MemArbiter, Flat Retrieval and Flat Recency at ``budget`` with the
+    actions written by the model and executed as written (``decode="generate-verbatim"``), so a command the game
+    cannot execute is a failed execution ("Nothing happens.") that the next steps must recover from. A scoring
+    agent (the grid's ``decode="score"``) only picks admissible commands, which ALFWorld always executes, so its
+    Table 5 (a) has no failure to measure. Folders ``<memory>-<budget>-verbatim``."""
+    from workbench.eval.runner import RunConfig
+
+    out = Path(root) / model
+    cfgs = []
+    for memory in METHODS:
+        extra = {"backend": backend} if memory == "arbiter" and backend else {}
+        cfgs.append(RunConfig(out=str(out / f"{condition_name(memory, budget)}-{VERBATIM}"), memory=memory,
+                              budget=budget, split=split, tasks=tasks, model=model, max_steps=max_steps, dtype=dtype,
+                              teacher_forcing=False, decode="generate-verbatim", **extra))
+    return cfgs
+
+
+def verbatim_behaviour_table(runs: dict):
+    """Table 5 of the :func:`verbatim_configs` runs: the three methods' common-failure tasks are the tasks on
+    which each of the three written-action runs failed at least one command."""
+    names = tuple(runs)
+    return behaviour_table(runs, common_sets={n: names for n in names})
 
 
 def common_failure_sets(names: Sequence[str]) -> dict[str, tuple[str, ...]]:
