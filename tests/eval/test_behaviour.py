@@ -42,6 +42,14 @@ def test_common_failure_tasks_and_macro_average():
     assert rates["a"] == {"one_step_recovery": 1.0, "failed_action_repetition": 0.0}
     assert rates["b"] == {"one_step_recovery": 1.0, "failed_action_repetition": 1.0}
     assert recurrence_rates([a1, a2])["adjacent_repetition"] == pytest.approx((0 + 0.5) / 2)
+    # over each run's own failure tasks: a's t1 and t2 (t2: one of two failures recovered, one repeated)
+    from workbench.eval.behaviour import own_failure_rates
+
+    assert own_failure_rates([a1, a2]) == {"failure_tasks": 2, "failed_executions": 3,
+                                           "one_step_recovery_own": pytest.approx((1 + 0.5) / 2),
+                                           "failed_action_repetition_own": pytest.approx((0 + 0.5) / 2)}
+    assert own_failure_rates([b2]) == {"failure_tasks": 0, "failed_executions": 0, "one_step_recovery_own": None,
+                                       "failed_action_repetition_own": None}
 
 
 def test_episodic_share_reads_the_wm_records():

@@ -12,7 +12,9 @@ Per episode (task):
 
 Tables macro-average them over tasks, each task weighing the same. The two failure-response rates are averaged
 over the *common-failure tasks* of the compared runs, the tasks on which every run has at least one failed
-execution (:func:`common_failure_rates`); the two recurrence rates over all tasks (:func:`recurrence_rates`).
+execution (:func:`common_failure_rates`), and beside them over each run's own failure tasks
+(:func:`own_failure_rates`: more tasks where the runs fail on different ones, but not the same tasks across
+runs); the two recurrence rates over all tasks (:func:`recurrence_rates`).
 
 ``episodic_share``: for every failed execution at step k of a working-memory run, the share of the memory
 block's o200k tokens that Episodic items took in the prompt that produced the failed action (step k) and in
@@ -27,8 +29,8 @@ from statistics import mean
 from workbench.envs.alfworld_text import is_failure, normalize
 from workbench.memory.trajectory import Trajectory
 
-__all__ = ["outcomes", "failures", "task_behaviour", "recurrence_rates", "common_failure_rates", "episodic_share",
-           "max_memory_o200k"]
+__all__ = ["outcomes", "failures", "task_behaviour", "recurrence_rates", "common_failure_rates", "own_failure_rates",
+           "episodic_share", "max_memory_o200k"]
 
 
 def outcomes(traj: Trajectory) -> list[str]:
@@ -90,6 +92,15 @@ def common_failure_rates(runs: Mapping[str, Sequence[Trajectory]], within: Seque
         rows = [task_behaviour(d[tid]) for tid in common]
         out[name] = {k: _macro([r[k] for r in rows]) for k in ("one_step_recovery", "failed_action_repetition")}
     return out
+
+
+def own_failure_rates(trajs: Sequence[Trajectory]) -> dict:
+    """One-step recovery and failed-action repetition macro-averaged over the run's own failure tasks (those with
+    at least one failed execution), with their number and the run's failed executions in all."""
+    fails = [t for t in trajs if failures(t)]
+    rows = [task_behaviour(t) for t in fails]
+    return {"failure_tasks": len(fails), "failed_executions": sum(len(failures(t)) for t in trajs),
+            **{f"{k}_own": _macro([r[k] for r in rows]) for k in ("one_step_recovery", "failed_action_repetition")}}
 
 
 def episodic_share(trajs: Sequence[Trajectory]) -> dict | None:
