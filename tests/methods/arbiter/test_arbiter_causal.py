@@ -50,3 +50,29 @@ def test_band_switch_effects_rescore_the_same_state(tiny_lm, expert):
         assert r["delta_p"] == pytest.approx(r["p_cf"] - r["p"], abs=1e-5)
     summary = summarize_band_switches(rows)
     assert summary[f"all|{scored[0]['transition']}"]["n"] >= 1
+
+
+def test_failure_memory_ablation_rewrites_the_action_without_the_failure_items(tiny_lm, expert, tmp_path):
+    """At a repeated failed command the policy is replayed along the episode and the agent writes again from P_t
+    as shown and without the Constraint / Episodic items that record the failure."""
+    from workbench.eval.runner import RunConfig
+    from workbench.memory.trajectory import Step, Trajectory
+    from workbench.methods.arbiter.causal import (FAILURE_ABLATIONS, failure_memory_ablation, repeated_failures,
+                                                  summarize_failure_ablation)
+
+    bad = "open drawer 99"
+    steps = (*expert.steps[:2], Step(observation=expert.steps[2].observation, action=bad),
+             Step(observation="Nothing happens.", action=bad), Step(observation="Nothing happens.", action="look"))
+    traj = Trajectory(task_id=expert.task_id, task_type=expert.task_type, goal=expert.goal,
+                      initial_observation=expert.initial_observation, steps=steps,
+                      meta={"final_observation": "Nothing happens."})
+    assert repeated_failures(traj) == [3]  # step 4 fails too, but does not repeat step 3's command
+    cfg = RunConfig(out=str(tmp_path / "v"), model="tiny", memory="arbiter", budget=500, split="valid_unseen",
+                    tasks="all", decode="generate-verbatim")
+    rows = failure_memory_ablation(tiny_lm, cfg, [traj, expert])  # the expert never repeats a failure: no row
+    assert len(rows) == 1 and rows[0]["step"] == 3 and rows[0]["failed"] == bad == rows[0]["recorded"]
+    row = rows[0]
+    assert all(isinstance(row[v], str) and isinstance(row[f"{v}|repeats"], bool) for v in FAILURE_ABLATIONS)
+    assert not row["as shown|noop"] and not row["neither|noop"]  # the failure is in P_t: a constraint, an event
+    summary = summarize_failure_ablation(rows)
+    assert summary["neither"]["states"] == 1 and summary["as shown"]["changed_vs_shown"] == 0

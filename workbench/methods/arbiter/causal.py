@@ -24,7 +24,8 @@ from workbench.memory.trajectory import Trajectory
 
 from .policy import ArbiterPolicy
 
-__all__ = ["TRANSITIONS", "band_switch_effects", "summarize_band_switches"]
+__all__ = ["TRANSITIONS", "band_switch_effects", "summarize_band_switches", "FAILURE_ABLATIONS", "repeated_failures",
+           "failure_memory_ablation", "summarize_failure_ablation"]
 
 TRANSITIONS = {"F->A": ("F", "A"), "A->H": ("A", "H"), "H->F": ("H", "F")}
 
@@ -91,3 +92,82 @@ def summarize_band_switches(rows: Sequence[dict]) -> dict:
             groups[("all", r["transition"])].append(r)
     return {f"{b}|{t}": {"n": len(rs), "mean_delta_p": mean(r["delta_p"] for r in rs),
                          "flipped": mean(r["flipped"] for r in rs)} for (b, t), rs in sorted(groups.items())}
+
+
+# What P_t shows at a repeated failure, and what is left out of it in each variant (banks).
+FAILURE_ABLATIONS = {"as shown": (), "no constraint": ("constraint",), "no episodic": ("episodic",),
+                     "neither": ("constraint", "episodic")}
+
+
+def repeated_failures(traj: Trajectory) -> list[int]:
+    """Steps k whose action repeats step k-1's after the game answered step k-1 "Nothing happens."."""
+    from workbench.envs.alfworld_text import is_failure, normalize
+
+    return [k for k in range(1, traj.n_steps)
+            if is_failure(traj.steps[k].observation)
+            and normalize(traj.steps[k].action) == normalize(traj.steps[k - 1].action)]
+
+
+def failure_memory_ablation(lm, cfg, trajs: Sequence[Trajectory], per_episode: int = 1) -> list[dict]:
+    """At repeated failures of written-action MemArbiter episodes: does what P_t says about the failure steer the
+    command the agent writes?
+
+    For each episode of run ``cfg`` (``decode="generate-verbatim"``) with a repeated failed command, at its first
+    ``per_episode`` such steps, the policy is replayed along the episode's own history (the same items, bands and
+    P_t as when it was played) and the agent writes its action again (greedy) from P_t as shown and with the
+    Constraint and/or Episodic items left out (:data:`FAILURE_ABLATIONS`): the items that record the failure
+    ("'X' does nothing in this situation; do not repeat it unchanged", "X: failed").
+
+    Returns:
+        One row per state: ``task_id``, ``step``, ``recorded`` (the command the run wrote), and per variant
+        ``<variant>``: the command written, ``<variant>|repeats``: whether it is the failed one again, and
+        ``<variant>|noop``: P_t held none of the items left out (the variant is the factual prompt).
+    """
+    from dataclasses import replace
+
+    from workbench.agents.loop import Agent
+    from workbench.envs.alfworld_text import normalize
+    from workbench.eval.runner import policy_for, select_tasks
+    from workbench.models.generation import generate_action
+
+    tasks = {t.task_id: t for t in select_tasks(cfg)}
+    agent = Agent.from_model(lm)
+    rows: list[dict] = []
+    for traj in trajs:
+        steps = repeated_failures(traj)[:per_episode]
+        if not steps or traj.task_id not in tasks:
+            continue
+        policy = policy_for(cfg)
+        policy.begin(tasks[traj.task_id], traj.goal, traj.initial_observation)
+        history: list = []
+        final = (traj.meta or {}).get("final_observation", "")
+        for k, step in enumerate(traj.steps[: max(steps) + 1]):
+            block = policy.memory(k, history)
+            if k in steps:
+                failed = traj.steps[k - 1].action
+                row = {"task_id": traj.task_id, "step": k, "recorded": step.action, "failed": failed}
+                for name, banks in FAILURE_ABLATIONS.items():
+                    wm = tuple(p for p in block.working_memory if p.bank not in banks)
+                    row[f"{name}|noop"] = bool(banks) and wm == tuple(block.working_memory)
+                    prompt = agent.build_prompt(replace(block, working_memory=wm), traj.initial_observation,
+                                                traj.goal, history, step.observation)
+                    action = generate_action(lm, list(prompt.tokens), [failed]).parsed
+                    row[name] = action
+                    row[f"{name}|repeats"] = normalize(action) == normalize(failed)
+                rows.append(row)
+            history.append(step)
+            policy.observe(step, traj.steps[k + 1].observation if k + 1 < traj.n_steps else final)
+    return rows
+
+
+def summarize_failure_ablation(rows: Sequence[dict]) -> dict:
+    """Per variant: the states, the share where the agent writes the failed command again, and the share where
+    it writes another command than from P_t as shown (states whose P_t held none of the left-out items
+    excluded from that variant)."""
+    out = {}
+    for name in FAILURE_ABLATIONS:
+        rs = [r for r in rows if not r.get(f"{name}|noop")]
+        out[name] = {"states": len(rs),
+                     "repeats_failed": mean(r[f"{name}|repeats"] for r in rs) if rs else None,
+                     "changed_vs_shown": mean(r[name] != r["as shown"] for r in rs) if rs else None}
+    return out
