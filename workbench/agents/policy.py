@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from workbench.envs.base import Task
-from workbench.memory.trajectory import MemoryEntry, Step
+from workbench.memory.trajectory import MemoryEntry, Step, Trajectory
 
-__all__ = ["MemoryBlock", "MemoryPolicy", "NoMemory", "FixedICL", "RetrievedTrajectory", "FixedEntry", "OtherTypeTrajectory", "RandomSameType", "register_policy", "get_policy", "policy_options", "list_policies"]
+__all__ = ["MemoryBlock", "MemoryPolicy", "replay", "NoMemory", "FixedICL", "RetrievedTrajectory", "FixedEntry", "OtherTypeTrajectory", "RandomSameType", "register_policy", "get_policy", "policy_options", "list_policies"]
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,23 @@ class MemoryPolicy(Protocol):
     def memory(self, step: int, history: list[Step]) -> MemoryBlock: ...
 
     def observe(self, step: Step, next_observation: str) -> None: ...
+
+
+def replay(policy: MemoryPolicy, task: Task, traj: Trajectory):
+    """Replay ``policy`` along a recorded episode as the agent loop fed it: ``begin``, then at each step the
+    block it shows given the episode's own history, then ``observe`` of that step's outcome (the next step's
+    observation; the episode's final one after the last step).
+
+    Yields:
+        ``(k, step, history, block)``; the consumer's work on a block happens before the policy observes step k,
+        so counterfactuals asked of the policy then are of that state. Stopping early leaves the rest unplayed.
+    """
+    policy.begin(task, traj.goal, traj.initial_observation)
+    final = (traj.meta or {}).get("final_observation", "")
+    for k, step in enumerate(traj.steps):
+        history = list(traj.steps[:k])
+        yield k, step, history, policy.memory(k, history)
+        policy.observe(step, traj.steps[k + 1].observation if k + 1 < traj.n_steps else final)
 
 
 def _pieces(entry: MemoryEntry) -> tuple:

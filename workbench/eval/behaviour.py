@@ -97,9 +97,8 @@ def common_failure_rates(runs: Mapping[str, Sequence[Trajectory]], within: Seque
 def own_failure_rates(trajs: Sequence[Trajectory]) -> dict:
     """One-step recovery and failed-action repetition macro-averaged over the run's own failure tasks (those with
     at least one failed execution), with their number and the run's failed executions in all."""
-    fails = [t for t in trajs if failures(t)]
-    rows = [task_behaviour(t) for t in fails]
-    return {"failure_tasks": len(fails), "failed_executions": sum(len(failures(t)) for t in trajs),
+    rows = [r for r in map(task_behaviour, trajs) if r["n_failures"]]
+    return {"failure_tasks": len(rows), "failed_executions": sum(r["n_failures"] for r in rows),
             **{f"{k}_own": _macro([r[k] for r in rows]) for k in ("one_step_recovery", "failed_action_repetition")}}
 
 

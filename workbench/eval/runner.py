@@ -380,18 +380,10 @@ def _block_key(block) -> tuple:
 
 def _same_memory(ours, other, task: Task, traj: Trajectory) -> bool:
     """Do two policies show the same memory at every step of ``traj`` (its own history, as the loop feeds it)?"""
-    for policy in (ours, other):
-        policy.begin(task, traj.goal, traj.initial_observation)
-    history: list = []
-    final = (traj.meta or {}).get("final_observation", "")
-    for t, step in enumerate(traj.steps):
-        if _block_key(ours.memory(t, history)) != _block_key(other.memory(t, history)):
-            return False
-        history.append(step)
-        after = traj.steps[t + 1].observation if t + 1 < len(traj.steps) else final
-        for policy in (ours, other):
-            policy.observe(step, after)
-    return True
+    from workbench.agents.policy import replay
+
+    return all(_block_key(a) == _block_key(b)
+               for (*_, a), (*_, b) in zip(replay(ours, task, traj), replay(other, task, traj)))
 
 
 def _source_run(src: Path) -> tuple[dict, dict]:

@@ -43,19 +43,16 @@ def band_switch_effects(agent, policy: ArbiterPolicy, traj: Trajectory, admissib
         per_transition: at most this many items per transition and step (highest eta first).
     """
     from workbench.agents.loop import build_prompt
+    from workbench.agents.policy import replay
     from workbench.models.scoring import ActionScorer
     from workbench.training.layouts import task_of
 
     rows: list[dict] = []
     wanted = set(range(traj.n_steps)) if steps is None else set(steps)
-    policy.begin(task_of(traj), traj.goal, traj.initial_observation)
-    final = traj.meta.get("final_observation", "")
     agent.scorer.reset()
-    for k, step in enumerate(traj.steps):
-        block = policy.memory(k, list(traj.steps[:k]))
+    for k, step, hist, block in replay(policy, task_of(traj), traj):
         if k in wanted and admissible[k]:
             cands = list(admissible[k])
-            hist = list(traj.steps[:k])
 
             def score(b):
                 p = build_prompt(agent.builder, b, traj.initial_observation, traj.goal, hist, step.observation)
@@ -79,7 +76,6 @@ def band_switch_effects(agent, policy: ArbiterPolicy, traj: Trajectory, admissib
                     alt = max(range(len(cf)), key=lambda i: cf[i])
                     rows.append(row | {"noop": False, "p": round(probs[best], 6), "p_cf": round(cf[best], 6),
                                        "delta_p": round(cf[best] - probs[best], 6), "flipped": alt != best})
-        policy.observe(step, traj.steps[k + 1].observation if k + 1 < traj.n_steps else final)
     return rows
 
 
@@ -126,6 +122,7 @@ def failure_memory_ablation(lm, cfg, trajs: Sequence[Trajectory], per_episode: i
     from dataclasses import replace
 
     from workbench.agents.loop import Agent
+    from workbench.agents.policy import replay
     from workbench.envs.alfworld_text import normalize
     from workbench.eval.runner import policy_for, select_tasks
     from workbench.models.generation import generate_action
@@ -137,12 +134,9 @@ def failure_memory_ablation(lm, cfg, trajs: Sequence[Trajectory], per_episode: i
         steps = repeated_failures(traj)[:per_episode]
         if not steps or traj.task_id not in tasks:
             continue
-        policy = policy_for(cfg)
-        policy.begin(tasks[traj.task_id], traj.goal, traj.initial_observation)
-        history: list = []
-        final = (traj.meta or {}).get("final_observation", "")
-        for k, step in enumerate(traj.steps[: max(steps) + 1]):
-            block = policy.memory(k, history)
+        for k, step, history, block in replay(policy_for(cfg), tasks[traj.task_id], traj):
+            if k > max(steps):
+                break
             if k in steps:
                 failed = traj.steps[k - 1].action
                 row = {"task_id": traj.task_id, "step": k, "recorded": step.action, "failed": failed}
@@ -155,8 +149,6 @@ def failure_memory_ablation(lm, cfg, trajs: Sequence[Trajectory], per_episode: i
                     row[name] = action
                     row[f"{name}|repeats"] = normalize(action) == normalize(failed)
                 rows.append(row)
-            history.append(step)
-            policy.observe(step, traj.steps[k + 1].observation if k + 1 < traj.n_steps else final)
     return rows
 
 

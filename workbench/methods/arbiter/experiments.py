@@ -63,17 +63,13 @@ def verbatim_configs(model: str, split: str, tasks: str, max_steps: int, root: s
     actions written by the model and executed as written (``decode="generate-verbatim"``), so a command the game
     cannot execute is a failed execution ("Nothing happens.") that the next steps must recover from. A scoring
     agent (the grid's ``decode="score"``) only picks admissible commands, which ALFWorld always executes, so its
-    Table 5 (a) has no failure to measure. Folders ``<memory>-<budget>-verbatim``."""
-    from workbench.eval.runner import RunConfig
+    Table 5 (a) has no failure to measure. Folders ``<memory>-<budget>-verbatim``: :func:`arbiter_configs` at
+    ``budget`` without ablations, written."""
+    from dataclasses import replace
 
-    out = Path(root) / model
-    cfgs = []
-    for memory in METHODS:
-        extra = {"backend": backend} if memory == "arbiter" and backend else {}
-        cfgs.append(RunConfig(out=str(out / f"{condition_name(memory, budget)}-{VERBATIM}"), memory=memory,
-                              budget=budget, split=split, tasks=tasks, model=model, max_steps=max_steps, dtype=dtype,
-                              teacher_forcing=False, decode="generate-verbatim", **extra))
-    return cfgs
+    return [replace(c, out=f"{c.out}-{VERBATIM}")
+            for c in arbiter_configs(model, split, tasks, max_steps, root, budgets=(budget,), ablations=(),
+                                     dtype=dtype, backend=backend, decode="generate-verbatim")]
 
 
 def verbatim_behaviour_table(runs: dict):
