@@ -85,7 +85,8 @@ def _cmd_experts(a: argparse.Namespace) -> int:
 def _cmd_reproduce(a: argparse.Namespace) -> int:
     from workbench.reporting.reproduce import reproduce
 
-    reproduce(profile=a.profile, reports=a.reports, notebooks=a.notebooks, dtype=a.dtype)
+    reproduce(profile=a.profile, reports=a.reports, notebooks=a.notebooks, dtype=a.dtype,
+              stall_minutes=a.stall_minutes)
     return 0
 
 
@@ -452,6 +453,9 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--reports", default="reports")
     rp.add_argument("--notebooks", nargs="*")
     rp.add_argument("--dtype", choices=("float32", "bfloat16"), help="every notebook's model dtype (default: float32)")
+    rp.add_argument("--stall-minutes", type=float, default=20.0,
+                    help="restart a render whose papermill, kernel and workers used no CPU this long (papermill's "
+                         "lost-reply hang; every run resumes); 0: never (default: 20)")
     rp.set_defaults(fn=_cmd_reproduce)
 
     h = sub.add_parser("heads", help="retrieval heads: score them on a supervision set, or ablate them")

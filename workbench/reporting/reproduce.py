@@ -11,6 +11,7 @@ from tqdm.auto import tqdm
 from workbench.eval.runner import versions
 from workbench.memory.trajectory import atomic_write_text
 from workbench.reporting.profiles import PROFILES, notebook_parameters
+from workbench.reporting.watchdog import run_notebook
 
 __all__ = ["reproduce", "NOTEBOOKS_DIR"]
 
@@ -27,43 +28,46 @@ def machine() -> dict:
 
 
 def reproduce(profile: str = "default", reports: str = "reports", notebooks: list[str] | None = None,
-              runs: str = "runs", dtype: str | None = None) -> dict:
+              runs: str = "runs", dtype: str | None = None, stall_minutes: float = 20.0, retries: int = 1) -> dict:
     """Execute the report notebooks of ``profile`` (all of them, or those named) and record wall times.
 
     The executed copies land in ``reports/notebooks/`` so a reader sees the outputs without running.
     ``dtype``: run every notebook's model in this dtype (default: the notebooks' own, float32); its runs get
     folders of their own (``runs/<profile>-<dtype>``), and every table says the dtype.
 
+    Each notebook renders in a child papermill process under a watchdog (:mod:`workbench.reporting.watchdog`):
+    a render whose processes use no CPU for ``stall_minutes`` (papermill's lost-reply hang) is killed and
+    started again, up to ``retries`` times -- every run resumes, so only the rendering repeats. Its log is
+    ``<runs_dir>/reproduce.<notebook>.log``.
+
     ``reports/reproduce.json`` keeps, per notebook, what rendered it last (``notebooks``: profile, dtype, wall
     time, git commit, when), so reports rendered by several invocations -- the default profile, then one
     notebook at paper scale -- say which is which; its top-level ``profile`` / ``dtype`` / ``versions`` /
     ``machine`` are the last invocation's.
     """
-    import papermill as pm
-
     if profile not in PROFILES:
         raise ValueError(f"unknown profile '{profile}' (known: {', '.join(PROFILES)})")
     names = notebooks or sorted(PROFILES[profile])
     out_dir = Path(reports) / "notebooks"
     out_dir.mkdir(parents=True, exist_ok=True)
-    timings, finished = {}, {}
+    timings, finished, restarts = {}, {}, {}
     for name in tqdm(names, desc=f"reproduce [{profile}]"):
         src = NOTEBOOKS_DIR / f"{name}.ipynb"
         if not src.exists():
             raise FileNotFoundError(f"{src}: no such notebook (known: {', '.join(sorted(PROFILES[profile]))})")
-        t0 = time.perf_counter()
         params = notebook_parameters(profile, name, str(Path(reports).resolve()), str(Path(runs).resolve()))
         if dtype is not None:
             params.update(dtype=dtype, runs_dir=f"{params['runs_dir']}-{dtype}")
-        pm.execute_notebook(str(src), str(out_dir / src.name), parameters=params, cwd=str(NOTEBOOKS_DIR),
-                            progress_bar=False)
-        timings[name] = round(time.perf_counter() - t0, 1)
+        done = run_notebook(src, out_dir / src.name, params, cwd=NOTEBOOKS_DIR,
+                            log=Path(params["runs_dir"]) / f"reproduce.{name}.log", stall_s=60 * stall_minutes,
+                            retries=retries)
+        timings[name], restarts[name] = done.wall_s, done.restarts
         finished[name] = time.strftime("%Y-%m-%dT%H:%M:%S")
     path = Path(reports) / "reproduce.json"
     old = json.loads(path.read_text()) if path.exists() else {}
     now = versions()
     rendered = {name: {"profile": profile, "dtype": dtype or "float32", "wall_s": wall,
-                       "git_commit": now.get("git_commit"), "finished": finished[name]}
+                       "stalled_restarts": restarts[name], "git_commit": now.get("git_commit"), "finished": finished[name]}
                 for name, wall in timings.items()}
     old.update({"profile": profile, "dtype": dtype or "float32", "wall_s": {**old.get("wall_s", {}), **timings},
                 "notebooks": {**old.get("notebooks", {}), **rendered}, "versions": now, "machine": machine()})
