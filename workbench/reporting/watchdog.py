@@ -1,7 +1,7 @@
 """Run one notebook with papermill in a child process, and restart it when the render has stalled.
 
 Why: papermill can wait for ever on a reply its kernel has already sent or lost (nteract/papermill#711, #125;
-seen here twice, at notebook 04's and 05's explorer cells). Then neither papermill, nor its kernel, nor any worker
+met here at notebook 04's explorer cell). Then neither papermill, nor its kernel, nor any worker
 they started uses CPU, and nothing is written -- the render sits until someone notices. Every run, sweep and
 refinement a notebook drives resumes from its folder, so the cure is cheap: kill the render and start it again.
 
