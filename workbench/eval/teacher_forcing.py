@@ -15,7 +15,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from workbench.agents.loop import Agent, StepInstrument
-from workbench.agents.policy import MemoryPolicy
+from workbench.agents.policy import MemoryPolicy, replay
 from workbench.envs.base import Task
 from workbench.memory.trajectory import Trajectory
 
@@ -58,12 +58,11 @@ def teacher_forced_accuracy(
         if not adm or len(adm) < traj.n_steps:
             raise ValueError(f"expert trajectory {traj.task_id} has no meta['admissible'] per step; regenerate it")
         agent.scorer.reset()
-        policy.begin(tasks[traj.task_id], traj.goal, traj.initial_observation)
         ok = 0
-        for k, step in enumerate(traj.steps):
-            block = policy.memory(k, list(traj.steps[:k]))
-            prompt = agent.build_prompt(block, traj.initial_observation, traj.goal, list(traj.steps[:k]),
-                                        step.observation)
+        # replay: the policy observes every step, the unscorable ones too, so a stateful memory (MemArbiter's
+        # banks, the proactive bank) is at each scored step what it was when the expert played it
+        for k, step, history, block in replay(policy, tasks[traj.task_id], traj):
+            prompt = agent.build_prompt(block, traj.initial_observation, traj.goal, history, step.observation)
             cands = list(adm[k])
             if step.action not in cands:
                 continue  # cannot be scored; counted nowhere
@@ -78,7 +77,6 @@ def teacher_forced_accuracy(
                              "p_expert": round(p_expert, 5), "memory_entry": block.entry.entry_id if block.entry else None})
             if on_step is not None:
                 on_step(per_step[-1], res, cands)
-            policy.observe(step, traj.steps[k + 1].observation if k + 1 < traj.n_steps else "")
         correct += ok
         per_task[traj.task_id] = (ok, traj.n_steps)
     return TeacherForcedResult(

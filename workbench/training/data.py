@@ -234,6 +234,7 @@ def build_policy_examples(
     working-memory layout or a reminder starts a new one at each step.
     """
     from workbench.agents.loop import build_prompt
+    from workbench.agents.policy import replay
     from workbench.training.layouts import task_of
 
     tok = builder.tokenizer
@@ -246,14 +247,10 @@ def build_policy_examples(
         if cur_steps:
             out.append(PackedExample(traj.task_id, cur_prefix, suffix, tuple(cur_steps), memory_id, traj.source))
 
-    policy.begin(task_of(traj), traj.goal, traj.initial_observation)
-    final = traj.meta.get("final_observation", "")
-    for k, step in enumerate(traj.steps):
-        block = policy.memory(k, list(traj.steps[:k]))
+    for k, step, history, block in replay(policy, task_of(traj), traj):
         action = (targets[k] if targets is not None else (step.action if imitated(step.action) else None))
         if action is not None:
-            built = build_prompt(builder, block, traj.initial_observation, traj.goal, list(traj.steps[:k]),
-                                 step.observation)
+            built = build_prompt(builder, block, traj.initial_observation, traj.goal, history, step.observation)
             suffix = built.suffix
             negs = tuple(encode_target(tok, a) for a in sample_negatives(traj, k, negatives, seed, target=action))
             target = StepTarget(len(built.prefix), encode_target(tok, action), action, negs)
@@ -264,7 +261,6 @@ def build_policy_examples(
                 cur_steps = []
             cur_prefix = built.prefix
             cur_steps.append(target)
-        policy.observe(step, traj.steps[k + 1].observation if k + 1 < traj.n_steps else final)
     flush()
     return out
 
