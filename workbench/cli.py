@@ -49,6 +49,11 @@ def _cmd_sweep(a: argparse.Namespace) -> int:
         for cfg in grid.configs:
             print(json.dumps({"name": Path(cfg.out).name, **cfg.identity()}))
         return 0
+    if a.status:
+        from workbench.eval.sweep_status import format_status, sweep_status
+
+        print(format_status(sweep_status(grid)))
+        return 0
     report = run_sweep(grid, workers=a.workers, ray_address=a.ray_address, only=a.only, adopt_from=a.adopt_from)
     for cfg in grid.configs:
         m = report.metrics.get(cfg.out)
@@ -372,6 +377,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "played with the same parameters (e.g. runs/full-bfloat16/01_baselines for a grid's `none`) "
                     "instead of playing them again; recorded in each folder's config.json")
     sw.add_argument("--dry-run", action="store_true", help="check the grid and print its configurations")
+    sw.add_argument("--status", action="store_true",
+                    help="where each configuration stands (tasks, played, solved, complete, the live sweep playing it, "
+                         "its ETA); plays nothing")
     _executor_args(sw)
     sw.set_defaults(fn=_cmd_sweep)
 

@@ -27,7 +27,9 @@ always resumes: run the same command again after a kill and only what is missing
 whose folder holds a run of other parameters is refused (rename it). ``OUT/sweep.json`` records the resolved
 configurations, what each invocation played, its wall time and each worker's peak memory (written
 atomically, so a kill leaves the previous version). Two grids may share ``OUT`` (their configurations have
-other names): the second one's record is ``OUT/sweep.<its file stem>.json`` (:func:`state_path`).
+other names): the second one's record is ``OUT/sweep.<its file stem>.json`` (:func:`state_path`). A sweep refuses
+configurations a live sweep is playing, and ``workbench sweep GRID --status`` says where each configuration stands
+(:mod:`workbench.eval.sweep_status`).
 """
 
 from __future__ import annotations
@@ -259,10 +261,14 @@ def run_sweep(grid: Grid, workers: int | None = None, ray_address: str | None = 
         if missing:
             raise GridError(f"{grid.path}: --only {missing[0]}: no such configuration (known: {', '.join(grid.names)})")
         configs = [c for c in configs if Path(c.out).name in only]
+    from workbench.eval.sweep_status import refuse_concurrent, sweep_status, this_process
+
+    refuse_concurrent(grid.out, [Path(c.out).name for c in configs])  # before anything is written
     state_file = state_path(grid)
     state = json.loads(state_file.read_text()) if state_file.exists() else {}
     invocation = {"started": time.strftime("%Y-%m-%dT%H:%M:%S"), "finished": None, "workers": workers,
-                  "ray_address": ray_address, "configurations": [Path(c.out).name for c in configs]}
+                  "ray_address": ray_address, "configurations": [Path(c.out).name for c in configs],
+                  **this_process()}
 
     def record(status: dict) -> None:
         atomic_write_text(state_file, json.dumps({
@@ -286,6 +292,8 @@ def run_sweep(grid: Grid, workers: int | None = None, ray_address: str | None = 
             if by_name[name] in configs and (Path(by_name[ref].out) / "config.json").exists():
                 ids = adopt_same_memory(by_name[name], by_name[ref].out)
                 invocation.setdefault("adopted", {})[name] = f"{len(ids)} episodes adopted from {ref} (the same memory)"
+    names = set(invocation["configurations"])
+    invocation["played_at_start"] = {r.name: r.played for r in sweep_status(grid) if r.name in names}  # for ETAs
     record({})
     try:
         report = drive(configs, resume=True, progress=progress, workers=workers, ray_address=ray_address,

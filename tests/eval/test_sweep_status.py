@@ -1,0 +1,108 @@
+"""Where a sweep stands (read from its folders), and a second sweep refused while a live one plays the same
+configuration folders -- a live sweep is a real process, identified by host, pid and start time."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from workbench.cli import main
+from workbench.eval.runner import select_tasks
+from workbench.eval.sweep import load_grid, run_sweep
+from workbench.eval.sweep_status import ConcurrentSweepError, refuse_concurrent, sweep_status
+
+GRID = """
+out: {out}
+defaults: {{model: smollm2-135m-alfworld, split: valid_unseen, tasks: "0:4", max_steps: 3, teacher_forcing: false}}
+configurations:
+  - {{name: a, memory: none}}
+  - {{name: b, memory: traj}}
+"""
+
+
+@pytest.fixture
+def grid(tmp_path):
+    path = tmp_path / "grid.yaml"
+    path.write_text(GRID.format(out=tmp_path / "o"))
+    return load_grid(path)
+
+
+@pytest.fixture
+def sleeper():
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def episode(task_id: str, success: bool) -> str:
+    return json.dumps({"task_id": task_id, "goal": "g", "success": success})
+
+
+def invocation(pid: int, names: list[str], **kw) -> dict:
+    return {"started": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(time.time() - 100)), "finished": None,
+            "configurations": names, "host": socket.gethostname(), "pid": pid,
+            "pid_started": psutil.Process(pid).create_time()} | kw
+
+
+def test_status_counts_each_planned_task_once(grid):
+    ids = [t.task_id for t in select_tasks(grid.configs[0])]
+    other = select_tasks(grid.configs[0], "10:11")[0].task_id  # played by another slice: not this grid's
+    a = Path(grid.configs[0].out)
+    a.mkdir(parents=True)
+    (a / "trajectories.jsonl").write_text("\n".join([episode(ids[0], True), episode(ids[1], False),
+                                                     episode(ids[1], False), episode(other, True)])
+                                          + '\n{"task_id": "valid_un')  # the torn tail of a kill mid-append
+    rows = {r.name: r for r in sweep_status(grid)}
+    assert (rows["a"].planned, rows["a"].played, rows["a"].solved, rows["a"].left) == (4, 2, 1, 2)
+    assert (rows["b"].played, rows["b"].complete, rows["a"].running) == (0, False, None)
+
+
+def test_a_live_sweep_is_refused_and_shown_with_its_eta(grid, sleeper):
+    out = Path(grid.out)
+    ids = [t.task_id for t in select_tasks(grid.configs[0])]
+    (out / "a").mkdir(parents=True)
+    (out / "a" / "trajectories.jsonl").write_text(episode(ids[0], True) + "\n" + episode(ids[1], True) + "\n")
+    record = {"grid": "grid.yaml", "invocations": [invocation(sleeper.pid, ["a"], played_at_start={"a": 1})]}
+    (out / "sweep.json").write_text(json.dumps(record))
+    before = (out / "sweep.json").read_text()
+
+    with pytest.raises(ConcurrentSweepError, match=rf"pid {sleeper.pid} .* is playing a in"):
+        run_sweep(grid)
+    assert (out / "sweep.json").read_text() == before  # refused before anything was written
+    refuse_concurrent(out, ["b"])  # another configuration of the same folder may play beside it
+
+    rows = {r.name: r for r in sweep_status(grid)}
+    assert rows["a"].running == sleeper.pid and rows["b"].running is None
+    assert rows["a"].eta_s == pytest.approx(2 * 100, rel=0.2)  # 1 episode in ~100 s, 2 left
+
+    sleeper.kill()
+    sleeper.wait()
+    refuse_concurrent(out, ["a"])  # a killed sweep never wrote `finished`; its process is gone: not live
+    assert sweep_status(grid)[0].running is None
+
+
+def test_a_reused_pid_or_a_finished_invocation_is_not_live(grid, sleeper):
+    out = Path(grid.out)
+    out.mkdir(parents=True)
+    (out / "sweep.json").write_text(json.dumps({"invocations": [
+        invocation(sleeper.pid, ["a"], pid_started=psutil.Process(sleeper.pid).create_time() - 3600),
+        invocation(sleeper.pid, ["a"], finished="2026-12-04T00:00:00"),
+        {"started": "2026-12-01T00:00:00", "finished": None, "configurations": ["a"]},  # before pids were recorded
+    ]}))
+    refuse_concurrent(out, ["a"])
+
+
+def test_the_cli_prints_the_table(grid, capsys):
+    assert main(["sweep", grid.path, "--status"]) == 0
+    text = capsys.readouterr().out
+    assert "configuration" in text and "0 of 8 episodes played, 8 left; no sweep playing now" in text
+    assert os.path.exists(grid.path) and not Path(grid.out).exists()  # read only
