@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+import threading
 
 from workbench.models.registry import DEFAULT_AGENT
 
@@ -520,15 +522,31 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _stop(signum, frame) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
 def main(argv: list[str] | None = None) -> int:
+    """The CLI. SIGTERM stops a command as Ctrl-C does (its ``finally`` blocks run: Ray workers shut down, a sweep
+    records that it was interrupted; every batch resumes), and so does SIGINT even when a script started the
+    command in the background (a non-interactive shell starts background jobs with SIGINT ignored, so a plain
+    ``kill -INT`` would do nothing)."""
     from workbench.eval.executor import JobError
 
     args = build_parser().parse_args(argv)
+    handlers = {}
+    if threading.current_thread() is threading.main_thread():
+        handlers = {signal.SIGTERM: signal.signal(signal.SIGTERM, _stop)}
+        if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+            handlers[signal.SIGINT] = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         return args.fn(args)
     except (ValueError, FileNotFoundError, FileExistsError, JobError) as e:
         print(f"workbench {args.command}: error: {e}", file=sys.stderr)
         return 2
+    finally:
+        for sig, old in handlers.items():
+            signal.signal(sig, old)
 
 
 if __name__ == "__main__":

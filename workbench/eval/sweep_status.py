@@ -74,7 +74,7 @@ def refuse_concurrent(out: str | Path, names: list[str]) -> None:
             raise ConcurrentSweepError(
                 f"{path}: the sweep of pid {inv['pid']} (started {inv.get('started')}) is playing "
                 f"{', '.join(both)} in {out}; a second sweep of the same folders would play their tasks twice. "
-                f"Wait for it, stop it (kill -INT {inv['pid']}; it resumes), or play other configurations (--only).")
+                f"Wait for it, stop it (kill {inv['pid']}; it resumes), or play other configurations (--only).")
 
 
 @dataclass(frozen=True)
