@@ -532,6 +532,7 @@ def main(argv: list[str] | None = None) -> int:
     command in the background (a non-interactive shell starts background jobs with SIGINT ignored, so a plain
     ``kill -INT`` would do nothing)."""
     from workbench.eval.executor import JobError
+    from workbench.eval.sweep_status import ConcurrentSweepError
 
     args = build_parser().parse_args(argv)
     handlers = {}
@@ -541,7 +542,7 @@ def main(argv: list[str] | None = None) -> int:
             handlers[signal.SIGINT] = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         return args.fn(args)
-    except (ValueError, FileNotFoundError, FileExistsError, JobError) as e:
+    except (ValueError, FileNotFoundError, FileExistsError, JobError, ConcurrentSweepError) as e:
         print(f"workbench {args.command}: error: {e}", file=sys.stderr)
         return 2
     finally:

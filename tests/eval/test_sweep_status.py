@@ -80,6 +80,9 @@ def test_a_live_sweep_is_refused_and_shown_with_its_eta(grid, sleeper):
     assert (out / "sweep.json").read_text() == before  # refused before anything was written
     refuse_concurrent(out, ["b"])  # another configuration of the same folder may play beside it
 
+    assert main(["sweep", grid.path]) == 2  # the CLI: a one-line error, no traceback
+    assert (out / "sweep.json").read_text() == before
+
     rows = {r.name: r for r in sweep_status(grid)}
     assert rows["a"].running == sleeper.pid and rows["b"].running is None
     assert rows["a"].eta_s == pytest.approx(2 * 100, rel=0.2)  # 1 episode in ~100 s, 2 left
