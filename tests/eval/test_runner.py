@@ -282,3 +282,23 @@ def test_versions_name_the_cpu_and_its_bf16_kernels():
 
     cpu = versions()["cpu"]
     assert cpu and any(k in cpu for k in ("amx_bf16", "avx512_bf16", "no native bf16"))
+
+
+def test_a_budget_that_does_not_bind_adopts_the_episodes_of_another_budget(tiny_model_dir, tmp_path):
+    """MemArbiter at 750 shows the same P_t as at 500 while the block fits in 500: such episodes are adopted, each
+    step's policy record rewritten as the 750 policy logs it (the budget), and equal record for record to the
+    episode played at 750; a budget that binds shows other memory and is played."""
+    from workbench.eval.runner import adopt_same_memory, load_run
+
+    common = dict(model=str(tiny_model_dir), memory="arbiter", max_steps=3, tasks="0:134:67", teacher_forcing=False)
+    source = RunConfig(out=str(tmp_path / "a500"), budget=500, **common)
+    run(source, progress=False)
+    assert max(s["wm"]["o200k"] for t in load_run(source.out)[0] for s in t.meta["steps"]) > 40  # 40 binds
+    target = RunConfig(out=str(tmp_path / "a750"), budget=750, **common)
+    assert len(adopt_same_memory(target, source.out)) == 2
+    adopted = {d["task_id"]: d for d in iter_jsonl_dicts(Path(target.out) / "trajectories.jsonl")}
+    assert {s["wm"]["budget"] for d in adopted.values() for s in d["meta"]["steps"]} == {750}
+    assert adopt_same_memory(RunConfig(out=str(tmp_path / "a40"), budget=40, **common), source.out) == []
+    played = RunConfig(out=str(tmp_path / "played750"), budget=750, **common)
+    run(played, progress=False)
+    assert {d["task_id"]: d for d in iter_jsonl_dicts(Path(played.out) / "trajectories.jsonl")} == adopted

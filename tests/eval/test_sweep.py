@@ -195,3 +195,20 @@ def test_two_grids_in_one_folder_keep_their_own_records(tiny_model_dir, tmp_path
     run_sweep(load_grid(first), progress=False)  # the first grid again: its own file, one more invocation
     assert len(json.loads((out / "sweep.json").read_text())["invocations"]) == 2
     assert json.loads((out / "sweep.main_verbatim.json").read_text()) == side_state
+
+
+def test_a_grid_defers_what_a_configuration_may_adopt_until_its_reference_played_it(tiny_model_dir, tmp_path):
+    """`adopt_same_memory: {a750: a500, a40: a500}`: the 750 budget never binds on these short episodes, so a750
+    plays nothing -- it waits for a500's episodes and adopts them; a40's memory differs, so it plays its own."""
+    text = (f"out: {tmp_path / 'o'}\ndefaults: {{model: {tiny_model_dir}, split: valid_unseen, tasks: '0:134:67', "
+            "max_steps: 3, teacher_forcing: false, memory: arbiter}\norder: interleaved\nconfigurations:\n"
+            "  - {name: a750, budget: 750}\n  - {name: a40, budget: 40}\n  - {name: a500, budget: 500}\n"
+            "adopt_same_memory: {a750: a500, a40: a500}\n")
+    played = []
+    report = run_sweep(load_grid(_write(tmp_path, text)), progress=False,
+                       on_result=lambda job, result: played.append(Path(job.config.out).name))
+    assert sorted(played) == ["a40", "a40", "a500", "a500"] and report.jobs["episode"] == 4
+    assert all(json.loads((tmp_path / "o" / n / "metrics.json").read_text())["n_episodes"] == 2
+               for n in ("a750", "a40", "a500"))
+    state = json.loads((tmp_path / "o" / "sweep.json").read_text())["invocations"][-1]
+    assert state["adopted_same_memory"] == {"a750": 2} and state["finished"] and "error" not in state

@@ -70,18 +70,19 @@ class _Plan:
     tf_todo: list[Task]
     left: int = 0  # jobs of this call not yet landed
     episodes_left: int = 0
+    deferred: int = 0  # episodes left for a later call (the folder is not complete: no metrics.json)
 
     @property
     def name(self) -> str:
         return Path(self.cfg.out).name
 
 
-def _plan(cfg: RunConfig, resume: bool) -> _Plan:
+def _plan(cfg: RunConfig, resume: bool, defer: frozenset[str] = frozenset()) -> _Plan:
     from workbench.eval.memory_base import expert_trajectories_for
 
     tasks = select_tasks(cfg)
     done = check_resume(cfg, resume)
-    episodes = [t for t in tasks if t.task_id not in done]
+    episodes = [t for t in tasks if t.task_id not in done and t.task_id not in defer]
     key, order, parts, todo = None, [], {}, []
     if cfg.teacher_forcing:
         key = teacher_forced_key(cfg.model, cfg.dtype, cfg.method, cfg.split, cfg.tf_tasks)
@@ -95,6 +96,7 @@ def _plan(cfg: RunConfig, resume: bool) -> _Plan:
     plan = _Plan(cfg, tasks, episodes, key, order, parts, todo)
     plan.left = len(episodes) + len(todo)
     plan.episodes_left = len(episodes)
+    plan.deferred = len([t for t in tasks if t.task_id in defer and t.task_id not in done])
     return plan
 
 
@@ -180,7 +182,7 @@ def _complete(plan: _Plan, t0: float) -> dict:
 
 def drive(cfgs: list[RunConfig], resume: bool = False, progress: bool = True, lm=None, workers: int | None = None,
           ray_address: str | None = None, executor: Executor | None = None, on_result=None, desc: str | None = None,
-          order: str = "configs") -> BatchReport:
+          order: str = "configs", defer: dict[str, set[str]] | None = None) -> BatchReport:
     """Play every configuration's missing jobs over one executor and complete their run folders.
 
     Args:
@@ -194,6 +196,8 @@ def drive(cfgs: list[RunConfig], resume: bool = False, progress: bool = True, lm
             of the configuration with the fewest jobs done (its earlier runs included), so a grid stopped early
             holds as equal a share of every configuration as it can. Either order writes the same folders (each
             episode is played alone and stored in task order).
+        defer: ``out`` folder -> task ids not to play in this call (a sweep defers the episodes a configuration
+            may adopt from its reference once that one has played them); such a folder gets no metrics.json.
 
     Returns:
         A :class:`BatchReport`; ``report.metrics[cfg.out]`` is what that folder's ``metrics.json`` holds.
@@ -214,7 +218,7 @@ def drive(cfgs: list[RunConfig], resume: bool = False, progress: bool = True, lm
                 raise ValueError(f"run: the loaded model is {lm.dtype} but the run's config says "
                                  f"dtype='{c.dtype}'; load it with load_model(..., dtype='{c.dtype}')")
         models = {(lm.name, lm.dtype): lm}
-    plans = [_plan(c, resume) for c in cfgs]  # every check before anything is written
+    plans = [_plan(c, resume, frozenset((defer or {}).get(c.out, ()))) for c in cfgs]  # every check first
     for p in plans:
         if p.left or not (Path(p.cfg.out) / "config.json").exists():  # a resume with nothing to play records no
             write_run_config(p.cfg)                                     # versions: none of its episodes are new
@@ -246,7 +250,7 @@ def drive(cfgs: list[RunConfig], resume: bool = False, progress: bool = True, lm
                     report.workers[info["pid"]] = info["peak_rss_mib"]
                 plan.left -= 1
                 plan.episodes_left -= job.kind == EPISODE
-                if plan.left == 0:
+                if plan.left == 0 and not plan.deferred:
                     report.metrics[plan.cfg.out] = _complete(plan, t0)
                 bar.update(1)
                 if single and job.kind == EPISODE:
@@ -262,7 +266,7 @@ def drive(cfgs: list[RunConfig], resume: bool = False, progress: bool = True, lm
             if own:
                 executor.close()
     for p in plans:
-        if p.cfg.out not in report.metrics:  # nothing was left to play
+        if p.cfg.out not in report.metrics and not p.deferred:  # nothing was left to play
             report.metrics[p.cfg.out] = _complete(p, t0)
     report.wall_s = round(time.perf_counter() - t0, 1)
     return report

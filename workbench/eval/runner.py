@@ -323,9 +323,11 @@ def adopt_episodes(cfg: RunConfig, source: str | Path) -> list[str]:
 
 
 def adopt_same_memory(cfg: RunConfig, source: str | Path) -> list[str]:
-    """Copy into ``cfg.out`` the episodes of ``source``, a run of the same parameters over *another memory base*,
-    on which ``cfg``'s policy shows the agent exactly the same memory: replayed along the episode's own history,
-    its memory block (pieces, P_t, reminder) equals the source policy's at every step.
+    """Copy into ``cfg.out`` the episodes of ``source``, a run of the same parameters over *another memory base*
+    or *under another budget* (:data:`SAME_MEMORY_MAY_DIFFER`), on which ``cfg``'s policy shows the agent exactly
+    the same memory: replayed along the episode's own history, its memory block (pieces, P_t, reminder, entry)
+    equals the source policy's at every step. Each step's policy record is ours (a MemArbiter block records the
+    budget it was assembled under; the decision's record depends on the prompt alone).
 
     The agent decides from its prompt alone and the environment answers an action deterministically, so such an
     episode *is* ``cfg``'s episode of that task: played again on the same machine it would be the same, bit for
@@ -348,42 +350,75 @@ def adopt_same_memory(cfg: RunConfig, source: str | Path) -> list[str]:
 
     src = Path(source)
     saved, theirs = _source_run(src)
-    if diff := identity_diff(theirs, cfg.identity(), (*ADOPT_IGNORES, "memory_base")):
-        raise ValueError(f"{src}: played with other parameters than {cfg.out} {diff} (only the memory base may "
-                         "differ)")
+    if diff := identity_diff(theirs, cfg.identity(), (*ADOPT_IGNORES, *SAME_MEMORY_MAY_DIFFER)):
+        raise ValueError(f"{src}: played with other parameters than {cfg.out} {diff} (only the memory base and "
+                         "the budget may differ)")
     _check_same_agent(cfg, src, saved)
-    theirs_cfg = replace(cfg, memory_base=theirs.get("memory_base"))
+    theirs_cfg = replace(cfg, memory_base=theirs.get("memory_base"), budget=theirs.get("budget"))
     if theirs_cfg.memory_base and saved.get("memory_base_digest") != memory_base_digest(theirs_cfg):
         raise ValueError(f"{src}: its memory base {theirs_cfg.memory_base} changed since it was played; its "
                          "episodes cannot be compared with today's base")
     done = check_resume(cfg, resume=True)
     tasks = {t.task_id: t for t in select_tasks(cfg) if t.task_id not in done}
     ours, other = policy_for(cfg), policy_for(theirs_cfg)
-    adopted = [(tid, line) for tid, line in _episode_lines(src / "trajectories.jsonl")
-               if tid in tasks and _same_memory(ours, other, tasks[tid], Trajectory.model_validate_json(line))]
+    adopted = []
+    for tid, line in _episode_lines(src / "trajectories.jsonl"):
+        if tid in tasks:
+            traj = Trajectory.model_validate_json(line)
+            records = _same_memory(ours, other, tasks[tid], traj)
+            if records is not None:
+                adopted.append((tid, _with_records(line, traj, records)))
     _write_adopted(cfg, src, saved, adopted, rule="same memory")
     return [tid for tid, _ in adopted]
 
 
 def adopt(cfg: RunConfig, source: str | Path) -> tuple[list[str], bool]:
-    """:func:`adopt_episodes` from a run over the same memory base as ``cfg``, else :func:`adopt_same_memory`;
-    returns (the task ids adopted, whether by the same-memory rule) -- what ``workbench run --adopt-from`` does."""
+    """:func:`adopt_episodes` from a run of the same memory base and budget as ``cfg``, else
+    :func:`adopt_same_memory`; returns (the task ids adopted, whether by the same-memory rule) -- what
+    ``workbench run --adopt-from`` does."""
     _, theirs = _source_run(Path(source))
-    same_base = (theirs.get("memory_base") or None) == (cfg.memory_base or None)
-    return (adopt_episodes if same_base else adopt_same_memory)(cfg, source), not same_base
+    same = all((theirs.get(k) or None) == (getattr(cfg, k) or None) for k in SAME_MEMORY_MAY_DIFFER)
+    return (adopt_episodes if same else adopt_same_memory)(cfg, source), not same
+
+
+# what may differ between a run and the one it adopts same-memory episodes from: the policy's own parameters
+SAME_MEMORY_MAY_DIFFER = ("memory_base", "budget")
+
+# the keys of a step's record that the agent loop writes before the policy's record (agents.loop.Agent.run)
+_PRE_RECORD = ("prompt_tokens", "memory_tokens", "n_candidates", "truncated_history", "admissible", "reminder",
+               "reminder_tokens")
 
 
 def _block_key(block) -> tuple:
-    """What of a memory block reaches the prompt (``workbench.agents.loop.build_prompt``) or the step's record."""
-    return (block.layout, block.pieces, block.working_memory, block.reminder, block.reminder_label, block.record)
+    """What of a memory block reaches the prompt (``workbench.agents.loop.build_prompt``)."""
+    return (block.layout, block.pieces, block.working_memory, block.reminder, block.reminder_label,
+            block.entry.entry_id if block.entry else None)
 
 
-def _same_memory(ours, other, task: Task, traj: Trajectory) -> bool:
-    """Do two policies show the same memory at every step of ``traj`` (its own history, as the loop feeds it)?"""
+def _same_memory(ours, other, task: Task, traj: Trajectory) -> list[tuple[dict, dict]] | None:
+    """If two policies put the same memory in the prompt at every step of ``traj`` (its own history, as the loop
+    feeds it), each step's (our record, their record) -- what each policy logs beside the prompt, e.g. the
+    budget a MemArbiter block was assembled under; else None."""
     from workbench.agents.policy import replay
 
-    return all(_block_key(a) == _block_key(b)
-               for (*_, a), (*_, b) in zip(replay(ours, task, traj), replay(other, task, traj)))
+    records = []
+    for (*_, a), (*_, b) in zip(replay(ours, task, traj), replay(other, task, traj)):
+        if _block_key(a) != _block_key(b):
+            return None
+        records.append((a.record, b.record))
+    return records
+
+
+def _with_records(line: str, traj: Trajectory, records: list[tuple[dict, dict]]) -> str:
+    """The episode ``line`` with each step's policy record replaced by ours (the line itself when they are equal):
+    the decision part of a step's record depends on the prompt alone, the policy part is what our policy logs."""
+    if all(a == b for a, b in records):
+        return line
+    steps = []
+    for step, (ours, theirs) in zip(traj.meta["steps"], records):
+        pre = {k: v for k, v in step.items() if k in _PRE_RECORD}
+        steps.append({**pre, **ours, **{k: v for k, v in step.items() if k not in pre and k not in theirs}})
+    return traj.model_copy(update={"meta": {**traj.meta, "steps": steps}}).model_dump_json()
 
 
 def _source_run(src: Path) -> tuple[dict, dict]:

@@ -14,9 +14,10 @@ A grid file::
       dtype: [float32, bfloat16]   # -> none-float32, none-bfloat16, traj-float32, traj-bfloat16
     order: interleaved             # optional: next, a job of the configuration with the fewest done (default:
                                    # configs, one after another); a grid stopped early is then balanced
-    adopt_same_memory:             # optional: NAME: REF -- configuration NAME (another memory base) takes REF's
-      agmr: traj                   # episodes whose memory its policy leaves the same at every step, instead of
-                                   # playing them (workbench.eval.runner.adopt_same_memory)
+    adopt_same_memory:             # optional: NAME: REF -- configuration NAME (another memory base or budget)
+      agmr: traj                   # takes REF's episodes whose memory its policy leaves the same at every step,
+                                   # instead of playing them (workbench.eval.runner.adopt_same_memory); NAME's
+                                   # tasks wait for REF to play them first
 
 ``workbench sweep GRID.yaml --set model=NAME --out DIR`` plays the same grid for another value of a run field
 (over the defaults and every configuration's own value).
@@ -284,20 +285,22 @@ def run_sweep(grid: Grid, workers: int | None = None, ray_address: str | None = 
         from workbench.eval.runner import adopt_runs
 
         invocation["adopted"] = {Path(out).name: what for out, what in adopt_runs(configs, adopt_from).items()}
-    if grid.same_memory:
-        from workbench.eval.runner import adopt_same_memory
-
-        by_name = {Path(c.out).name: c for c in grid.configs}
-        for name, ref in grid.same_memory:
-            if by_name[name] in configs and (Path(by_name[ref].out) / "config.json").exists():
-                ids = adopt_same_memory(by_name[name], by_name[ref].out)
-                invocation.setdefault("adopted", {})[name] = f"{len(ids)} episodes adopted from {ref} (the same memory)"
     names = set(invocation["configurations"])
     invocation["played_at_start"] = {r.name: r.played for r in sweep_status(grid) if r.name in names}  # for ETAs
     record({})
+    report, previous = None, None
     try:
-        report = drive(configs, resume=True, progress=progress, workers=workers, ray_address=ray_address,
-                       on_result=on_result, desc=f"sweep {Path(grid.path).name}", order=grid.order)
+        while True:  # rounds: a configuration adopts from its reference what that one has played since
+            defer = _adopt_same_memory(grid, configs, invocation)
+            if defer == previous:  # the references played nothing more (not in this sweep, or done): play it all
+                defer = {}
+            round_report = drive(configs, resume=True, progress=progress, workers=workers, ray_address=ray_address,
+                                 on_result=on_result, desc=f"sweep {Path(grid.path).name}", order=grid.order,
+                                 defer=defer)
+            report = round_report if report is None else _merged(report, round_report)
+            if not any(defer.values()):
+                break
+            previous = defer
     except BaseException as e:  # a failed or interrupted invocation says so (what it wrote stays, resumable)
         record({"finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "error": f"{type(e).__name__}: {e}"[:2000]})
         raise
@@ -305,6 +308,41 @@ def run_sweep(grid: Grid, workers: int | None = None, ray_address: str | None = 
             "replayed": report.replayed,
             "worker_peak_rss_mib": {str(k): v for k, v in sorted(report.workers.items())}})
     return report
+
+
+def _adopt_same_memory(grid: Grid, configs: list[RunConfig], invocation: dict) -> dict[str, set[str]]:
+    """For each ``adopt_same_memory`` pair (NAME: REF) being played: NAME adopts the episodes REF has played on
+    which NAME's policy shows the same memory (:func:`workbench.eval.runner.adopt_same_memory`); NAME's tasks
+    that REF, played in this sweep too, has not played yet are deferred (returned by NAME's folder), since they
+    may be adopted once REF has played them -- so a budget that never binds costs no episode."""
+    from workbench.eval.runner import _episode_lines, adopt_same_memory, select_tasks
+
+    by_name = {Path(c.out).name: c for c in grid.configs}
+    defer: dict[str, set[str]] = {}
+    for name, ref in grid.same_memory:
+        cfg, rcfg = by_name[name], by_name[ref]
+        if cfg not in configs:
+            continue
+        if (Path(rcfg.out) / "config.json").exists():
+            ids = adopt_same_memory(cfg, rcfg.out)
+            if ids:
+                n = invocation.setdefault("adopted_same_memory", {}).get(name, 0) + len(ids)
+                invocation["adopted_same_memory"][name] = n
+                invocation.setdefault("adopted", {})[name] = f"{n} episodes adopted from {ref} (the same memory)"
+        if rcfg in configs:
+            played = {tid for out in (rcfg.out, cfg.out) for tid, _ in _episode_lines(Path(out) / "trajectories.jsonl")}
+            defer[cfg.out] = {t.task_id for t in select_tasks(cfg)} - played
+    return defer
+
+
+def _merged(a, b):
+    """Two rounds' BatchReports as one."""
+    from workbench.eval.driver import BatchReport
+
+    return BatchReport(metrics={**a.metrics, **b.metrics},
+                       jobs={k: a.jobs.get(k, 0) + b.jobs.get(k, 0) for k in {*a.jobs, *b.jobs}},
+                       workers={**a.workers, **b.workers}, replayed=a.replayed + b.replayed,
+                       wall_s=round(a.wall_s + b.wall_s, 1))
 
 
 def state_path(grid: Grid) -> Path:
