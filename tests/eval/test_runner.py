@@ -302,3 +302,31 @@ def test_a_budget_that_does_not_bind_adopts_the_episodes_of_another_budget(tiny_
     played = RunConfig(out=str(tmp_path / "played750"), budget=750, **common)
     run(played, progress=False)
     assert {d["task_id"]: d for d in iter_jsonl_dicts(Path(played.out) / "trajectories.jsonl")} == adopted
+
+
+def test_a_silent_memory_agent_adopts_react_episodes(tiny_model_dir, tmp_path):
+    """A proactive memory agent that never speaks in an episode leaves ReAct's prompts untouched, so that episode
+    is ReAct's: it is adopted from the `none` run, recorded as the proactive policy logs it (its tool calls,
+    silence, the latency of its calls in the replay), and equals the episode the proactive run plays, record for
+    record but for that wall time."""
+    from workbench.eval.runner import adopt_same_memory
+
+    common = dict(model=str(tiny_model_dir), max_steps=6, tasks="0:28:9", teacher_forcing=False)
+    react = RunConfig(out=str(tmp_path / "none"), memory="none", **common)
+    run(react, progress=False)
+    played = RunConfig(out=str(tmp_path / "played"), memory="proactive", **common)
+    run(played, progress=False)
+    episodes = {d["task_id"]: d for d in iter_jsonl_dicts(Path(played.out) / "trajectories.jsonl")}
+    silent = {t for t, d in episodes.items() if not any(s.get("reminder") for s in d["meta"]["steps"])}
+    assert silent and silent != set(episodes)  # both cases occur on these tasks
+    target = RunConfig(out=str(tmp_path / "proactive"), memory="proactive", **common)
+    assert set(adopt_same_memory(target, react.out)) == silent
+    adopted = {d["task_id"]: d for d in iter_jsonl_dicts(Path(target.out) / "trajectories.jsonl")}
+    def timeless(d):  # the memory agent's latency is a wall time: it differs between any two plays
+        return {**d, "meta": {**d["meta"], "steps": [{**s, "proactive": {k: v for k, v in s["proactive"].items()
+                                                                         if k != "latency_ms"}}
+                                                     for s in d["meta"]["steps"]]}}
+
+    assert {t: timeless(d) for t, d in adopted.items()} == {t: timeless(episodes[t]) for t in silent}
+    assert all(d["meta"]["memory_policy"] == "proactive" and "proactive" in d["meta"]["steps"][0]
+               for d in adopted.values())

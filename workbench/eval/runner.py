@@ -323,9 +323,9 @@ def adopt_episodes(cfg: RunConfig, source: str | Path) -> list[str]:
 
 
 def adopt_same_memory(cfg: RunConfig, source: str | Path) -> list[str]:
-    """Copy into ``cfg.out`` the episodes of ``source``, a run of the same parameters over *another memory base*
-    or *under another budget* (:data:`SAME_MEMORY_MAY_DIFFER`), on which ``cfg``'s policy shows the agent exactly
-    the same memory: replayed along the episode's own history, its memory block (pieces, P_t, reminder, entry)
+    """Copy into ``cfg.out`` the episodes of ``source``, a run of the same parameters but for the memory policy's
+    (:data:`SAME_MEMORY_MAY_DIFFER`: another memory base, another budget, a proactive memory agent beside ReAct's
+    none...), on which ``cfg``'s policy shows the agent exactly the same memory: replayed along the episode's own history, its memory block (pieces, P_t, reminder, entry)
     equals the source policy's at every step. Each step's policy record is ours (a MemArbiter block records the
     budget it was assembled under; the decision's record depends on the prompt alone).
 
@@ -351,10 +351,10 @@ def adopt_same_memory(cfg: RunConfig, source: str | Path) -> list[str]:
     src = Path(source)
     saved, theirs = _source_run(src)
     if diff := identity_diff(theirs, cfg.identity(), (*ADOPT_IGNORES, *SAME_MEMORY_MAY_DIFFER)):
-        raise ValueError(f"{src}: played with other parameters than {cfg.out} {diff} (only the memory base and "
-                         "the budget may differ)")
+        raise ValueError(f"{src}: played with other parameters than {cfg.out} {diff} (only the memory policy "
+                         "and its parameters may differ)")
     _check_same_agent(cfg, src, saved)
-    theirs_cfg = replace(cfg, memory_base=theirs.get("memory_base"), budget=theirs.get("budget"))
+    theirs_cfg = replace(cfg, **{k: theirs.get(k) for k in SAME_MEMORY_MAY_DIFFER})
     if theirs_cfg.memory_base and saved.get("memory_base_digest") != memory_base_digest(theirs_cfg):
         raise ValueError(f"{src}: its memory base {theirs_cfg.memory_base} changed since it was played; its "
                          "episodes cannot be compared with today's base")
@@ -367,7 +367,7 @@ def adopt_same_memory(cfg: RunConfig, source: str | Path) -> list[str]:
             traj = Trajectory.model_validate_json(line)
             records = _same_memory(ours, other, tasks[tid], traj)
             if records is not None:
-                adopted.append((tid, _with_records(line, traj, records)))
+                adopted.append((tid, _with_records(line, traj, records, ours.name)))
     _write_adopted(cfg, src, saved, adopted, rule="same memory")
     return [tid for tid, _ in adopted]
 
@@ -381,8 +381,10 @@ def adopt(cfg: RunConfig, source: str | Path) -> tuple[list[str], bool]:
     return (adopt_episodes if same else adopt_same_memory)(cfg, source), not same
 
 
-# what may differ between a run and the one it adopts same-memory episodes from: the policy's own parameters
-SAME_MEMORY_MAY_DIFFER = ("memory_base", "budget")
+# what may differ between a run and the one it adopts same-memory episodes from: the memory policy and its own
+# parameters (an episode depends on them only through the memory the policy puts in the prompts)
+SAME_MEMORY_MAY_DIFFER = ("memory", "memory_base", "budget", "ablation", "retriever", "backend", "backend_args",
+                          "interval", "triggers")
 
 # the keys of a step's record that the agent loop writes before the policy's record (agents.loop.Agent.run)
 _PRE_RECORD = ("prompt_tokens", "memory_tokens", "n_candidates", "truncated_history", "admissible", "reminder",
@@ -409,16 +411,17 @@ def _same_memory(ours, other, task: Task, traj: Trajectory) -> list[tuple[dict, 
     return records
 
 
-def _with_records(line: str, traj: Trajectory, records: list[tuple[dict, dict]]) -> str:
-    """The episode ``line`` with each step's policy record replaced by ours (the line itself when they are equal):
-    the decision part of a step's record depends on the prompt alone, the policy part is what our policy logs."""
-    if all(a == b for a, b in records):
+def _with_records(line: str, traj: Trajectory, records: list[tuple[dict, dict]], policy: str) -> str:
+    """The episode ``line`` with each step's policy record replaced by ours and the policy's name ours (the line
+    itself when both are the same): the decision part of a step's record depends on the prompt alone, the policy
+    part is what our policy logs."""
+    if all(a == b for a, b in records) and traj.meta.get("memory_policy") == policy:
         return line
     steps = []
     for step, (ours, theirs) in zip(traj.meta["steps"], records):
         pre = {k: v for k, v in step.items() if k in _PRE_RECORD}
         steps.append({**pre, **ours, **{k: v for k, v in step.items() if k not in pre and k not in theirs}})
-    return traj.model_copy(update={"meta": {**traj.meta, "steps": steps}}).model_dump_json()
+    return traj.model_copy(update={"meta": {**traj.meta, "memory_policy": policy, "steps": steps}}).model_dump_json()
 
 
 def _source_run(src: Path) -> tuple[dict, dict]:
