@@ -292,6 +292,7 @@ def run_sweep(grid: Grid, workers: int | None = None, ray_address: str | None = 
     try:
         while True:  # rounds: a configuration adopts from its reference what that one has played since
             defer = _adopt_same_memory(grid, configs, invocation)
+            record({})  # what was adopted, as soon as it is
             if defer == previous:  # the references played nothing more (not in this sweep, or done): play it all
                 defer = {}
             round_report = drive(configs, resume=True, progress=progress, workers=workers, ray_address=ray_address,
