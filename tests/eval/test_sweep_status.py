@@ -109,3 +109,18 @@ def test_the_cli_prints_the_table(grid, capsys):
     text = capsys.readouterr().out
     assert "configuration" in text and "0 of 8 episodes played, 8 left; no sweep playing now" in text
     assert os.path.exists(grid.path) and not Path(grid.out).exists()  # read only
+
+
+def test_tasks_waiting_for_a_same_memory_reference_are_counted_apart(tmp_path):
+    path = tmp_path / "grid.yaml"
+    path.write_text(GRID.format(out=tmp_path / "o") + "adopt_same_memory: {b: a}\n")
+    grid = load_grid(path)
+    ids = [t.task_id for t in select_tasks(grid.configs[0])]
+    for name, played in (("a", ids[:2]), ("b", ids[2:3])):
+        (tmp_path / "o" / name).mkdir(parents=True)
+        (tmp_path / "o" / name / "trajectories.jsonl").write_text("".join(episode(t, False) + "\n" for t in played))
+    rows = {r.name: r for r in sweep_status(grid)}
+    assert (rows["a"].waiting, rows["b"].waiting, rows["b"].left) == (0, 1, 3)  # b: 1 played, 2 adoptable, 1 waits
+    from workbench.eval.sweep_status import format_status
+
+    assert "1 of those wait for a same-memory reference" in format_status(list(rows.values()))

@@ -4,7 +4,8 @@ A batch spans sessions: a sweep is killed at a session's end and started again i
 user then needs, read from the folders alone:
 
 - ``workbench sweep GRID --status``: per configuration, the episodes planned, played and solved, whether it is
-  complete, which live sweep is playing it, and (from that sweep's rate since it started) when it should end.
+  complete, how many of its tasks wait for a same-memory reference (``adopt_same_memory``) to play them first,
+  which live sweep is playing it, and (from that sweep's rate since it started) when it should end.
 - A second sweep must never play a configuration folder a live sweep is playing: both would play the same tasks
   and append them twice. Each invocation records its process (host, pid, the process's start time, so a reused
   pid after a reboot is not taken for it) in the grid's sweep record; :func:`refuse_concurrent` reads every sweep
@@ -24,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
+
+from workbench.eval.runner import _episode_lines
 
 __all__ = ["ConcurrentSweepError", "ConfigStatus", "this_process", "live_invocations", "refuse_concurrent",
            "sweep_status", "format_status"]
@@ -89,10 +92,15 @@ class ConfigStatus:
     complete: bool
     running: int | None = None
     eta_s: float | None = None
+    waiting: int = 0  # tasks left for its same-memory reference to play first (adopted then, mostly)
 
     @property
     def left(self) -> int:
         return self.planned - self.played
+
+
+def _task_ids(out: Path) -> set[str]:
+    return {tid for tid, _ in _episode_lines(out / "trajectories.jsonl")}
 
 
 def _played(out: Path, planned: set[str]) -> tuple[int, int]:
@@ -121,6 +129,11 @@ def sweep_status(grid) -> list[ConfigStatus]:
         played, solved = _played(out, planned)
         rows.append(ConfigStatus(out.name, len(planned), played, solved, (out / "metrics.json").exists()))
     by_name = {r.name: r for r in rows}
+    for name, ref in grid.same_memory:
+        cfg, rcfg = (next(c for c in grid.configs if Path(c.out).name == n) for n in (name, ref))
+        planned = {t.task_id for t in select_tasks(cfg)}
+        done = {tid for c in (cfg, rcfg) for tid in _task_ids(Path(c.out))}
+        by_name[name] = ConfigStatus(**{**by_name[name].__dict__, "waiting": len(planned - done)})
     for _, inv in live_invocations(grid.out):
         mine = [n for n in inv.get("configurations", []) if n in by_name]
         if not mine:
@@ -128,7 +141,7 @@ def sweep_status(grid) -> list[ConfigStatus]:
         at_start = inv.get("played_at_start", {})
         since = time.time() - time.mktime(time.strptime(inv["started"], "%Y-%m-%dT%H:%M:%S"))
         gained = sum(by_name[n].played - at_start.get(n, by_name[n].played) for n in mine)
-        left = sum(by_name[n].left for n in mine)
+        left = sum(by_name[n].left - by_name[n].waiting for n in mine)  # what waits is adopted, mostly
         eta = left * since / gained if gained > 0 else None
         for n in mine:
             by_name[n] = ConfigStatus(**{**by_name[n].__dict__, "running": inv["pid"], "eta_s": eta})
@@ -143,10 +156,13 @@ def format_status(rows: list[ConfigStatus]) -> str:
         return "" if s is None else f"{s / 3600:.1f} h"
 
     table = [[r.name, r.planned, r.played, r.solved, f"{r.solved / r.played:.1%}" if r.played else "",
-              "yes" if r.complete else "", r.running or "", eta(r.eta_s)] for r in rows]
+              "yes" if r.complete else "", r.waiting or "", r.running or "", eta(r.eta_s)] for r in rows]
     left = sum(r.left for r in rows)
     running = {r.running for r in rows if r.running}
     total = (f"{sum(r.played for r in rows)} of {sum(r.planned for r in rows)} episodes played, {left} left; "
              + (f"playing now: pid {', '.join(map(str, sorted(running)))}" if running else "no sweep playing now"))
-    return tabulate(table, headers=["configuration", "tasks", "played", "solved", "success", "complete", "sweep pid",
-                                    "ETA"]) + "\n" + total
+    waiting = sum(r.waiting for r in rows)
+    total += (f"; {waiting} of those wait for a same-memory reference to play them first (then adopted where the "
+              "memory is the same; not in the ETA)" if waiting else "")
+    return tabulate(table, headers=["configuration", "tasks", "played", "solved", "success", "complete", "waiting",
+                                    "sweep pid", "ETA"]) + "\n" + total
