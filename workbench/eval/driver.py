@@ -256,7 +256,7 @@ def drive(cfgs: list[RunConfig], resume: bool = False, progress: bool = True, lm
                 if single and job.kind == EPISODE:
                     bar.set_postfix(success=traj.success, steps=traj.n_steps)
                 elif not single:
-                    bar.set_postfix_str("  ".join(f"{p.name} {len(p.tasks) - p.episodes_left}/{len(p.tasks)}"
+                    bar.set_postfix_str("  ".join(f"{p.name} {len(p.tasks) - p.episodes_left - p.deferred}/{len(p.tasks)}"
                                                   for p in plans))
                 if on_result is not None:
                     on_result(job, result)
