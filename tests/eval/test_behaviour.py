@@ -76,3 +76,17 @@ def test_episode_metrics_has_them_all():
     assert list(m["sr_at_k"]) == [str(k) for k in SR_KS] and SR_KS == tuple(range(5, 55, 5))
     assert m["behaviour"]["one_step_recovery"] == 1.0 and m["behaviour"]["failing_tasks"] == 1
     assert "interventions" not in m and "episodic_share" not in m
+
+
+def test_budget_use_says_whether_the_budget_bound():
+    from workbench.eval.behaviour import budget_use
+
+    step = lambda size, cut: {"wm": {"o200k": size, "budget": 500, "bank_tokens": {}},
+                              "arbiter": {"cut": cut, "items": []}}
+    t = traj("t1", ["a", "b", "c", "d"], ["ok"] * 4, [step(100, []), step(200, []), step(300, []), step(496, ["i7"])])
+    use = budget_use([t])
+    assert use["P_t_median_o200k"] == 250 and 300 < use["P_t_p95_o200k"] < 496
+    assert use["steps_with_items_cut"] == 0.25
+    flat = traj("t2", ["a"], ["ok"], [{"wm": {"o200k": 80, "budget": 500, "bank_tokens": {}}}])
+    assert budget_use([flat])["steps_with_items_cut"] is None  # a flat policy records no cut
+    assert budget_use([traj("t3", ["a"], ["ok"])]) == {}

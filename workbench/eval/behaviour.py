@@ -120,6 +120,21 @@ def episodic_share(trajs: Sequence[Trajectory]) -> dict | None:
     return {"n_failures": len(before), "failed_action_prompt": mean(before), "next_prompt": mean(after)}
 
 
+def budget_use(trajs: Sequence[Trajectory]) -> dict:
+    """How much of its budget the memory block P_t used: median and 95th percentile of its o200k size over all
+    steps, and the share of steps at which the budget left out an item the gate showed (MemArbiter's ``cut``;
+    None for a policy that records no cut). Empty for a run without working-memory records."""
+    import numpy as np
+
+    steps = [s for t in trajs for s in t.meta.get("steps", []) if "wm" in s]
+    if not steps:
+        return {}
+    sizes = np.array([s["wm"]["o200k"] for s in steps])
+    cuts = [bool(s["arbiter"].get("cut")) for s in steps if isinstance(s.get("arbiter"), dict)]
+    return {"P_t_median_o200k": float(np.median(sizes)), "P_t_p95_o200k": float(np.percentile(sizes, 95)),
+            "steps_with_items_cut": sum(cuts) / len(cuts) if cuts else None}
+
+
 def max_memory_o200k(trajs: Sequence[Trajectory]) -> int | None:
     """The largest o200k size of any memory block P_t in the run (None: not a working-memory run)."""
     sizes = [s["wm"]["o200k"] for t in trajs for s in t.meta.get("steps", []) if "wm" in s]

@@ -95,12 +95,13 @@ def behaviour_table(runs: dict, common_sets: dict[str, tuple[str, ...]] | None =
     """Table 5: (a) one-step recovery and failed-action repetition on the common-failure tasks of each row's
     budget (``common_failure_sets``) and, beside them (``*_own``), on the row's own failure tasks; adjacent
     repetition and state-action recurrence on all tasks; (b) the
-    episodic share at a failed action and at the next prompt; plus the largest P_t in o200k tokens. A DataFrame
+    episodic share at a failed action and at the next prompt; plus the largest P_t in o200k tokens and how much
+    of the budget P_t used (:func:`workbench.eval.behaviour.budget_use`: does the budget bind?). A DataFrame
     indexed by condition."""
     import pandas as pd
 
-    from workbench.eval.behaviour import (common_failure_rates, episodic_share, max_memory_o200k, own_failure_rates,
-                                          recurrence_rates)
+    from workbench.eval.behaviour import (budget_use, common_failure_rates, episodic_share, max_memory_o200k,
+                                          own_failure_rates, recurrence_rates)
 
     sets = common_sets or common_failure_sets(list(runs))
     by_set: dict[tuple[str, ...], dict] = {}
@@ -114,7 +115,8 @@ def behaviour_table(runs: dict, common_sets: dict[str, tuple[str, ...]] | None =
         rows[name] = {"common_failure_tasks": len(common["tasks"]), "common_failure_of": " ".join(sets[name]),
                       **common[name], **own_failure_rates(trajs), **recurrence_rates(trajs),
                       "episodic_share_failed": share.get("failed_action_prompt"),
-                      "episodic_share_next": share.get("next_prompt"), "max_P_t_o200k": max_memory_o200k(trajs)}
+                      "episodic_share_next": share.get("next_prompt"), "max_P_t_o200k": max_memory_o200k(trajs),
+                      **budget_use(trajs)}
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
