@@ -7,12 +7,13 @@ from pathlib import Path
 import pytest
 
 from workbench.eval.sweep import load_grid, parse_overrides
-from workbench.methods.arbiter.experiments import arbiter_configs
-from workbench.methods.proactive.experiments import proactive_configs
+from workbench.methods.arbiter.experiments import arbiter_configs, budget_pairs
+from workbench.methods.proactive.experiments import proactive_configs, silent_pairs
 
 ROOT = Path(__file__).resolve().parents[2]
 GRIDS = {"arbiter_valid_unseen.yaml": ("05_arbiter", arbiter_configs),
          "proactive_valid_unseen.yaml": ("06_proactive", proactive_configs)}
+PAIRS = {"arbiter_valid_unseen.yaml": budget_pairs, "proactive_valid_unseen.yaml": silent_pairs}
 
 
 @pytest.mark.parametrize("grid_file", sorted(GRIDS))
@@ -24,6 +25,9 @@ def test_the_grid_is_its_notebooks_full_profile(grid_file, model, dtype, root):
                      overrides=parse_overrides([f"model={model}", f"dtype={dtype}"]))
     expected = configs(model, "valid_unseen", "all", 50, f"{root}/{notebook}", dtype=dtype)
     assert {c.out: c.identity() for c in grid.configs} == {c.out: c.identity() for c in expected}
+    # the notebook adopts the same same-memory pairs the grid does
+    assert sorted(grid.same_memory) == sorted((Path(c.out).name, Path(r.out).name)
+                                              for c, r in PAIRS[grid_file](expected))
 
 
 def test_the_agmr_grid_is_notebook_04s_full_profile():

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -182,7 +183,8 @@ def _complete(plan: _Plan, t0: float) -> dict:
 
 def drive(cfgs: list[RunConfig], resume: bool = False, progress: bool = True, lm=None, workers: int | None = None,
           ray_address: str | None = None, executor: Executor | None = None, on_result=None, desc: str | None = None,
-          order: str = "configs", defer: dict[str, set[str]] | None = None) -> BatchReport:
+          order: str = "configs", same_memory: Sequence[tuple[RunConfig, RunConfig]] = (),
+          on_adopt: Callable[[RunConfig, int], None] | None = None) -> BatchReport:
     """Play every configuration's missing jobs over one executor and complete their run folders.
 
     Args:
@@ -196,12 +198,66 @@ def drive(cfgs: list[RunConfig], resume: bool = False, progress: bool = True, lm
             of the configuration with the fewest jobs done (its earlier runs included), so a grid stopped early
             holds as equal a share of every configuration as it can. Either order writes the same folders (each
             episode is played alone and stored in task order).
-        defer: ``out`` folder -> task ids not to play in this call (a sweep defers the episodes a configuration
-            may adopt from its reference once that one has played them); such a folder gets no metrics.json.
+        same_memory: ``(configuration, reference)`` pairs: the configuration takes the reference's episodes on
+            which its policy shows the same memory at every step (:func:`workbench.eval.runner.adopt_same_memory`:
+            a budget that does not bind, a memory agent that stays silent), and its other tasks wait until the
+            reference has played them -- in rounds, until nothing waits (a reference not among ``cfgs``, or that
+            plays nothing more, releases them). Needs ``resume=True``.
+        on_adopt: called as ``on_adopt(configuration, n)`` after each adoption of ``n`` episodes.
 
     Returns:
         A :class:`BatchReport`; ``report.metrics[cfg.out]`` is what that folder's ``metrics.json`` holds.
     """
+    pairs = [(c, r) for c, r in same_memory if c in cfgs]
+    kw = dict(resume=resume, progress=progress, lm=lm, workers=workers, ray_address=ray_address, executor=executor,
+              on_result=on_result, desc=desc, order=order)
+    if not pairs:
+        return _drive_once(cfgs, **kw)
+    if not resume:
+        raise ValueError("same-memory adoption writes into the configurations' folders: drive with resume=True")
+    report, previous = None, None
+    while True:
+        defer = _adopt_and_defer(cfgs, pairs, on_adopt)
+        if defer == previous:  # the references played nothing more (not driven here, or done): play it all
+            defer = {}
+        one = _drive_once(cfgs, defer=defer, **kw)
+        report = one if report is None else _merged(report, one)
+        if not any(defer.values()):
+            return report
+        previous = defer
+
+
+def _adopt_and_defer(cfgs: list[RunConfig], pairs: list[tuple[RunConfig, RunConfig]],
+                     on_adopt: Callable[[RunConfig, int], None] | None) -> dict[str, set[str]]:
+    """Each pair's configuration adopts what its reference has played with the same memory; returns, by folder,
+    the tasks it waits for its reference (driven here too) to play first."""
+    from workbench.eval.runner import _episode_lines, adopt_same_memory
+
+    defer: dict[str, set[str]] = {}
+    for cfg, ref in pairs:
+        if (Path(ref.out) / "config.json").exists():
+            n = len(adopt_same_memory(cfg, ref.out))
+            if n and on_adopt is not None:
+                on_adopt(cfg, n)
+        if ref in cfgs:
+            played = {tid for out in (ref.out, cfg.out) for tid, _ in _episode_lines(Path(out) / "trajectories.jsonl")}
+            defer[cfg.out] = {t.task_id for t in select_tasks(cfg)} - played
+    return defer
+
+
+def _merged(a: BatchReport, b: BatchReport) -> BatchReport:
+    """Two rounds' reports as one."""
+    return BatchReport(metrics={**a.metrics, **b.metrics},
+                       jobs={k: a.jobs.get(k, 0) + b.jobs.get(k, 0) for k in {*a.jobs, *b.jobs}},
+                       workers={**a.workers, **b.workers}, replayed=a.replayed + b.replayed,
+                       wall_s=round(a.wall_s + b.wall_s, 1))
+
+
+def _drive_once(cfgs: list[RunConfig], resume: bool = False, progress: bool = True, lm=None, workers: int | None = None,
+                ray_address: str | None = None, executor: Executor | None = None, on_result=None,
+                desc: str | None = None, order: str = "configs", defer: dict[str, set[str]] | None = None) -> BatchReport:
+    """One round of :func:`drive`. ``defer``: ``out`` folder -> task ids not to play in this call (they may be
+    adopted once their same-memory reference has played them); such a folder gets no metrics.json."""
     t0 = time.perf_counter()
     if workers is not None and workers < 1:
         raise ValueError(f"--workers {workers}: expected at least 1")

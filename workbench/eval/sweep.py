@@ -288,20 +288,20 @@ def run_sweep(grid: Grid, workers: int | None = None, ray_address: str | None = 
     names = set(invocation["configurations"])
     invocation["played_at_start"] = {r.name: r.played for r in sweep_status(grid) if r.name in names}  # for ETAs
     record({})
-    report, previous = None, None
+    by_name = {Path(c.out).name: c for c in grid.configs}
+
+    def adopted(cfg: RunConfig, n: int) -> None:  # recorded as soon as it is made
+        name = Path(cfg.out).name
+        total = invocation.setdefault("adopted_same_memory", {}).get(name, 0) + n
+        invocation["adopted_same_memory"][name] = total
+        invocation.setdefault("adopted", {})[name] = (f"{total} episodes adopted from "
+                                                      f"{dict(grid.same_memory)[name]} (the same memory)")
+        record({})
+
     try:
-        while True:  # rounds: a configuration adopts from its reference what that one has played since
-            defer = _adopt_same_memory(grid, configs, invocation)
-            record({})  # what was adopted, as soon as it is
-            if defer == previous:  # the references played nothing more (not in this sweep, or done): play it all
-                defer = {}
-            round_report = drive(configs, resume=True, progress=progress, workers=workers, ray_address=ray_address,
-                                 on_result=on_result, desc=f"sweep {Path(grid.path).name}", order=grid.order,
-                                 defer=defer)
-            report = round_report if report is None else _merged(report, round_report)
-            if not any(defer.values()):
-                break
-            previous = defer
+        report = drive(configs, resume=True, progress=progress, workers=workers, ray_address=ray_address,
+                       on_result=on_result, desc=f"sweep {Path(grid.path).name}", order=grid.order,
+                       same_memory=[(by_name[n], by_name[r]) for n, r in grid.same_memory], on_adopt=adopted)
     except BaseException as e:  # a failed or interrupted invocation says so (what it wrote stays, resumable)
         record({"finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "error": f"{type(e).__name__}: {e}"[:2000]})
         raise
@@ -309,41 +309,6 @@ def run_sweep(grid: Grid, workers: int | None = None, ray_address: str | None = 
             "replayed": report.replayed,
             "worker_peak_rss_mib": {str(k): v for k, v in sorted(report.workers.items())}})
     return report
-
-
-def _adopt_same_memory(grid: Grid, configs: list[RunConfig], invocation: dict) -> dict[str, set[str]]:
-    """For each ``adopt_same_memory`` pair (NAME: REF) being played: NAME adopts the episodes REF has played on
-    which NAME's policy shows the same memory (:func:`workbench.eval.runner.adopt_same_memory`); NAME's tasks
-    that REF, played in this sweep too, has not played yet are deferred (returned by NAME's folder), since they
-    may be adopted once REF has played them -- so a budget that never binds costs no episode."""
-    from workbench.eval.runner import _episode_lines, adopt_same_memory, select_tasks
-
-    by_name = {Path(c.out).name: c for c in grid.configs}
-    defer: dict[str, set[str]] = {}
-    for name, ref in grid.same_memory:
-        cfg, rcfg = by_name[name], by_name[ref]
-        if cfg not in configs:
-            continue
-        if (Path(rcfg.out) / "config.json").exists():
-            ids = adopt_same_memory(cfg, rcfg.out)
-            if ids:
-                n = invocation.setdefault("adopted_same_memory", {}).get(name, 0) + len(ids)
-                invocation["adopted_same_memory"][name] = n
-                invocation.setdefault("adopted", {})[name] = f"{n} episodes adopted from {ref} (the same memory)"
-        if rcfg in configs:
-            played = {tid for out in (rcfg.out, cfg.out) for tid, _ in _episode_lines(Path(out) / "trajectories.jsonl")}
-            defer[cfg.out] = {t.task_id for t in select_tasks(cfg)} - played
-    return defer
-
-
-def _merged(a, b):
-    """Two rounds' BatchReports as one."""
-    from workbench.eval.driver import BatchReport
-
-    return BatchReport(metrics={**a.metrics, **b.metrics},
-                       jobs={k: a.jobs.get(k, 0) + b.jobs.get(k, 0) for k in {*a.jobs, *b.jobs}},
-                       workers={**a.workers, **b.workers}, replayed=a.replayed + b.replayed,
-                       wall_s=round(a.wall_s + b.wall_s, 1))
 
 
 def state_path(grid: Grid) -> Path:

@@ -22,13 +22,31 @@ from collections.abc import Sequence
 from pathlib import Path
 
 __all__ = ["arbiter_configs", "verbatim_configs", "verbatim_behaviour_table", "condition_name", "item_attention",
-           "band_switches", "behaviour_table"]
+           "band_switches", "behaviour_table", "budget_pairs", "ADOPT_ACROSS_BUDGETS"]
 
 VERBATIM = "verbatim"
 
 
 def condition_name(memory: str, budget: int, ablation: str | None = None) -> str:
     return f"{memory}{'-' + ablation if ablation else ''}-{budget}"
+
+
+#: Methods whose block does not grow with the budget unless the budget binds, so at a larger budget they adopt the
+#: smallest budget's episodes where the memory is the same at every step (``drive(..., same_memory=...)``). Flat
+#: Recency's window of history grows with the budget: it would only wait, so it plays both.
+ADOPT_ACROSS_BUDGETS = ("arbiter", "flat-retrieval")
+
+
+def budget_pairs(cfgs: Sequence) -> list[tuple]:
+    """``(configuration, reference)`` pairs for :func:`workbench.eval.driver.drive`'s ``same_memory``: each
+    :data:`ADOPT_ACROSS_BUDGETS` method without ablation at a larger budget, with itself at the smallest budget
+    among ``cfgs`` (the pairs of ``grids/arbiter_valid_unseen.yaml``)."""
+    smallest = {}
+    for c in sorted(cfgs, key=lambda c: c.budget or 0):
+        if c.memory in ADOPT_ACROSS_BUDGETS and c.ablation is None:
+            smallest.setdefault(c.memory, c)
+    return [(c, smallest[c.memory]) for c in cfgs
+            if c.memory in smallest and c.ablation is None and c is not smallest[c.memory]]
 
 
 def arbiter_configs(model: str, split: str, tasks: str, max_steps: int, root: str | Path,

@@ -11,7 +11,12 @@ from statistics import mean
 
 from .variants import list_variants
 
-__all__ = ["proactive_configs", "intervention_table", "reminder_attention", "placebo_prompt", "PLACEBO_TEXT"]
+__all__ = ["proactive_configs", "silent_pairs", "intervention_table", "reminder_attention", "placebo_prompt",
+           "PLACEBO_TEXT"]
+
+#: Variants that show the action agent nothing until the memory agent speaks: where it stays silent for a whole
+#: episode, the prompts are the action agent's alone at every step and the episode is ``none``'s.
+SILENT_UNTIL_SPOKEN = ("proactive", "proactive-advisor")
 
 
 def proactive_configs(model: str, split: str, tasks: str, max_steps: int, root: str | Path,
@@ -27,6 +32,14 @@ def proactive_configs(model: str, split: str, tasks: str, max_steps: int, root: 
         cfgs.append(RunConfig(out=str(out / v), memory=v, interval=interval, triggers=tuple(triggers),
                               **({"backend": backend} if backend else {}), **common))
     return cfgs
+
+
+def silent_pairs(cfgs: Sequence) -> list[tuple]:
+    """``(configuration, none)`` pairs for :func:`workbench.eval.driver.drive`'s ``same_memory``: the
+    :data:`SILENT_UNTIL_SPOKEN` variants adopt the action agent's episodes on which the memory agent never speaks
+    (the pairs of ``grids/proactive_valid_unseen.yaml``)."""
+    none = next((c for c in cfgs if c.memory == "none"), None)
+    return [] if none is None else [(c, none) for c in cfgs if c.memory in SILENT_UNTIL_SPOKEN]
 
 
 def intervention_table(metrics: dict[str, dict]):
