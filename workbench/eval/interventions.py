@@ -16,7 +16,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from statistics import mean
+from statistics import mean, median
 
 from workbench.memory.trajectory import Trajectory
 
@@ -49,7 +49,9 @@ def intervention_metrics(trajs: Sequence[Trajectory]) -> dict | None:
 def _effects(effects: list[dict]) -> dict:
     judged = [e["followed"] for e in effects if e["followed"] is not None]
     alt = [e for e in effects if "p_alt_with" in e]  # records written before the selection-free fields lack them
+    # how flat the choice was without the reminder: near-ties flip on small moves, which "changed" alone hides
     return {"n": len(effects), "mean_delta_p": mean(e["p_action"] - e["p_action_without"] for e in effects),
+            "median_p_action_without": median(e["p_action_without"] for e in effects),
             **({"mean_delta_p_alt": mean(e["p_alt_without"] - e["p_alt_with"] for e in alt),
                 "mean_tv": mean(e["tv"] for e in alt)} if alt else {}),
             "changed": mean(bool(e["changed"]) for e in effects),

@@ -36,4 +36,5 @@ def test_intervention_metrics_aggregate_the_effects():
 
     agg = _effects([{"p_action": 0.6, "p_action_without": 0.1, "changed": True, "followed": True},
                     {"p_action": 0.5, "p_action_without": 0.5, "changed": False, "followed": None}])
-    assert agg == {"n": 2, "mean_delta_p": pytest.approx(0.25), "changed": 0.5, "followed": 1.0, "n_judged": 1}
+    assert agg == {"n": 2, "mean_delta_p": pytest.approx(0.25), "median_p_action_without": pytest.approx(0.3),
+                   "changed": 0.5, "followed": 1.0, "n_judged": 1}

@@ -44,8 +44,9 @@ def silent_pairs(cfgs: Sequence) -> list[tuple]:
 
 def intervention_table(metrics: dict[str, dict]):
     """Success, steps and ``metrics.json``'s ``interventions`` block per condition (reminders per episode, silence
-    rate, reminder tokens, memory-agent calls and latency, and the reminder re-score: mean delta p, share changed,
-    share followed)."""
+    rate, reminder tokens, memory-agent calls and latency, and the reminder re-score: mean delta p, how flat the
+    choice was without the reminder (median p of the chosen action) and how far the reminder moved the
+    distribution (mean total variation), share changed, share followed)."""
     import pandas as pd
 
     rows = {}
@@ -58,6 +59,7 @@ def intervention_table(metrics: dict[str, dict]):
                       "memory_calls/episode": iv.get("memory_calls_per_episode"),
                       "latency_ms/call": iv.get("latency_ms_per_call"), "errors/episode": iv.get("errors_per_episode"),
                       "re-scored reminders": eff.get("n"), "mean Δp(action)": eff.get("mean_delta_p"),
+                      "median p(action) without": eff.get("median_p_action_without"), "mean TV": eff.get("mean_tv"),
                       "changed": eff.get("changed"), "followed": eff.get("followed")}
     return pd.DataFrame.from_dict(rows, orient="index")
 
