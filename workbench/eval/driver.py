@@ -253,9 +253,10 @@ def _merged(a: BatchReport, b: BatchReport) -> BatchReport:
                        wall_s=round(a.wall_s + b.wall_s, 1))
 
 
-def _drive_once(cfgs: list[RunConfig], resume: bool = False, progress: bool = True, lm=None, workers: int | None = None,
-                ray_address: str | None = None, executor: Executor | None = None, on_result=None,
-                desc: str | None = None, order: str = "configs", defer: dict[str, set[str]] | None = None) -> BatchReport:
+def _drive_once(cfgs: list[RunConfig], resume: bool = False, progress: bool = True, lm=None,
+                workers: int | None = None, ray_address: str | None = None, executor: Executor | None = None,
+                on_result=None, desc: str | None = None, order: str = "configs",
+                defer: dict[str, set[str]] | None = None) -> BatchReport:
     """One round of :func:`drive`. ``defer``: ``out`` folder -> task ids not to play in this call (they may be
     adopted once their same-memory reference has played them); such a folder gets no metrics.json."""
     t0 = time.perf_counter()
@@ -312,8 +313,8 @@ def _drive_once(cfgs: list[RunConfig], resume: bool = False, progress: bool = Tr
                 if single and job.kind == EPISODE:
                     bar.set_postfix(success=traj.success, steps=traj.n_steps)
                 elif not single:
-                    bar.set_postfix_str("  ".join(f"{p.name} {len(p.tasks) - p.episodes_left - p.deferred}/{len(p.tasks)}"
-                                                  for p in plans))
+                    bar.set_postfix_str("  ".join(
+                        f"{p.name} {len(p.tasks) - p.episodes_left - p.deferred}/{len(p.tasks)}" for p in plans))
                 if on_result is not None:
                     on_result(job, result)
         finally:
