@@ -325,8 +325,8 @@ def adopt_episodes(cfg: RunConfig, source: str | Path) -> list[str]:
 def adopt_same_memory(cfg: RunConfig, source: str | Path) -> list[str]:
     """Copy into ``cfg.out`` the episodes of ``source``, a run of the same parameters but for the memory policy's
     (:data:`SAME_MEMORY_MAY_DIFFER`: another memory base, another budget, a proactive memory agent beside ReAct's
-    none...), on which ``cfg``'s policy shows the agent exactly the same memory: replayed along the episode's own history, its memory block (pieces, P_t, reminder, entry)
-    equals the source policy's at every step. Each step's policy record is ours (a MemArbiter block records the
+    none...), on which ``cfg``'s policy shows the agent exactly the same memory: replayed along the episode's own
+    history, its memory block (pieces, P_t, reminder, entry) equals the source policy's at every step. Each step's policy record is ours (a MemArbiter block records the
     budget it was assembled under; the decision's record depends on the prompt alone).
 
     The agent decides from its prompt alone and the environment answers an action deterministically, so such an
@@ -377,7 +377,7 @@ def adopt(cfg: RunConfig, source: str | Path) -> tuple[list[str], bool]:
     :func:`adopt_same_memory`; returns (the task ids adopted, whether by the same-memory rule) -- what
     ``workbench run --adopt-from`` does."""
     _, theirs = _source_run(Path(source))
-    same = all((theirs.get(k) or None) == (getattr(cfg, k) or None) for k in SAME_MEMORY_MAY_DIFFER)
+    same = not set(identity_diff(theirs, cfg.identity())) & set(SAME_MEMORY_MAY_DIFFER)
     return (adopt_episodes if same else adopt_same_memory)(cfg, source), not same
 
 
@@ -385,10 +385,6 @@ def adopt(cfg: RunConfig, source: str | Path) -> tuple[list[str], bool]:
 # parameters (an episode depends on them only through the memory the policy puts in the prompts)
 SAME_MEMORY_MAY_DIFFER = ("memory", "memory_base", "budget", "ablation", "retriever", "backend", "backend_args",
                           "interval", "triggers")
-
-# the keys of a step's record that the agent loop writes before the policy's record (agents.loop.Agent.run)
-_PRE_RECORD = ("prompt_tokens", "memory_tokens", "n_candidates", "truncated_history", "admissible", "reminder",
-               "reminder_tokens")
 
 
 def _block_key(block) -> tuple:
@@ -417,10 +413,8 @@ def _with_records(line: str, traj: Trajectory, records: list[tuple[dict, dict]],
     part is what our policy logs."""
     if all(a == b for a, b in records) and traj.meta.get("memory_policy") == policy:
         return line
-    steps = []
-    for step, (ours, theirs) in zip(traj.meta["steps"], records):
-        pre = {k: v for k, v in step.items() if k in _PRE_RECORD}
-        steps.append({**pre, **ours, **{k: v for k, v in step.items() if k not in pre and k not in theirs}})
+    steps = [{**{k: v for k, v in step.items() if k not in theirs}, **ours}
+             for step, (ours, theirs) in zip(traj.meta["steps"], records)]
     return traj.model_copy(update={"meta": {**traj.meta, "memory_policy": policy, "steps": steps}}).model_dump_json()
 
 

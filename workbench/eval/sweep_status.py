@@ -21,12 +21,10 @@ import json
 import os
 import socket
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import psutil
-
-from workbench.eval.runner import _episode_lines
 
 __all__ = ["ConcurrentSweepError", "ConfigStatus", "this_process", "live_invocations", "refuse_concurrent",
            "sweep_status", "format_status"]
@@ -99,41 +97,34 @@ class ConfigStatus:
         return self.planned - self.played
 
 
-def _task_ids(out: Path) -> set[str]:
-    return {tid for tid, _ in _episode_lines(out / "trajectories.jsonl")}
-
-
-def _played(out: Path, planned: set[str]) -> tuple[int, int]:
+def _outcomes(out: Path) -> dict[str, bool]:
+    """Task id -> success of every episode in ``out``'s trajectories."""
     path = out / "trajectories.jsonl"
-    if not path.exists():
-        return 0, 0
     seen: dict[str, bool] = {}
-    for line in path.read_text(encoding="utf-8").split("\n"):
+    for line in (path.read_text(encoding="utf-8").split("\n") if path.exists() else ()):
         try:
             rec = json.loads(line)
         except json.JSONDecodeError:
             continue  # a blank line, or the torn tail a kill mid-append leaves (readers skip it too)
-        if rec.get("task_id") in planned:
+        if isinstance(rec, dict) and "task_id" in rec:
             seen[rec["task_id"]] = bool(rec.get("success"))
-    return len(seen), sum(seen.values())
+    return seen
 
 
 def sweep_status(grid) -> list[ConfigStatus]:
     """The status of every configuration of ``grid`` (read from its folders and sweep records; plays nothing)."""
     from workbench.eval.runner import select_tasks
 
-    rows = []
+    planned = {Path(c.out).name: {t.task_id for t in select_tasks(c)} for c in grid.configs}
+    outcomes = {Path(c.out).name: _outcomes(Path(c.out)) for c in grid.configs}
+    refs = dict(grid.same_memory)
+    by_name = {}
     for cfg in grid.configs:
-        out = Path(cfg.out)
-        planned = {t.task_id for t in select_tasks(cfg)}
-        played, solved = _played(out, planned)
-        rows.append(ConfigStatus(out.name, len(planned), played, solved, (out / "metrics.json").exists()))
-    by_name = {r.name: r for r in rows}
-    for name, ref in grid.same_memory:
-        cfg, rcfg = (next(c for c in grid.configs if Path(c.out).name == n) for n in (name, ref))
-        planned = {t.task_id for t in select_tasks(cfg)}
-        done = {tid for c in (cfg, rcfg) for tid in _task_ids(Path(c.out))}
-        by_name[name] = ConfigStatus(**{**by_name[name].__dict__, "waiting": len(planned - done)})
+        name = Path(cfg.out).name
+        mine = {t: ok for t, ok in outcomes[name].items() if t in planned[name]}
+        waiting = len(planned[name] - set(outcomes[name]) - set(outcomes[refs[name]])) if name in refs else 0
+        by_name[name] = ConfigStatus(name, len(planned[name]), len(mine), sum(mine.values()),
+                                     (Path(cfg.out) / "metrics.json").exists(), waiting=waiting)
     for _, inv in live_invocations(grid.out):
         mine = [n for n in inv.get("configurations", []) if n in by_name]
         if not mine:
@@ -144,8 +135,8 @@ def sweep_status(grid) -> list[ConfigStatus]:
         left = sum(by_name[n].left - by_name[n].waiting for n in mine)  # what waits is adopted, mostly
         eta = left * since / gained if gained > 0 else None
         for n in mine:
-            by_name[n] = ConfigStatus(**{**by_name[n].__dict__, "running": inv["pid"], "eta_s": eta})
-    return [by_name[r.name] for r in rows]
+            by_name[n] = replace(by_name[n], running=inv["pid"], eta_s=eta)
+    return list(by_name.values())
 
 
 def format_status(rows: list[ConfigStatus]) -> str:
