@@ -36,8 +36,8 @@ def test_a_background_sweep_stops_cleanly(tiny_model_dir, tmp_path, sig):
         _, alive = psutil.wait_procs(children, timeout=30)
         assert not alive, [p.cmdline()[:2] for p in alive]
         record = json.loads((out / "sweep.json").read_text())["invocations"][-1]
-        # SIGTERM once Ray runs: Ray's driver handler exits (SystemExit); before ray.init, ours interrupts
-        assert record["finished"] and record["error"].startswith(("KeyboardInterrupt", "SystemExit"))
+        # ray.init's own SIGTERM handler (sys.exit) does not replace the CLI's: the record says interrupted
+        assert record["finished"] and record["error"].startswith("KeyboardInterrupt"), record["error"]
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -18,7 +18,9 @@ exception raised *inside* a job (a bug, a bad game file) is not retried: it stop
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import Protocol
@@ -89,6 +91,10 @@ class RayExecutor:
         self._owns_instance = address is None
         if workers is not None and workers < 1:
             raise ValueError(f"--workers {workers}: expected at least 1")
+        # ray.init installs its own SIGTERM handler (sys.exit) over the caller's; the CLI's turns SIGTERM into the
+        # same clean stop as Ctrl-C (a sweep records "interrupted"), so a handler the caller set is put back
+        main = threading.current_thread() is threading.main_thread()
+        caller_sigterm = signal.getsignal(signal.SIGTERM) if main else None
         if self._owns_instance:
             # address="local": a new instance even where a stale /tmp/ray/ray_current_cluster names another
             ray.init(address="local", num_cpus=workers or 1, include_dashboard=False, log_to_driver=False,
@@ -97,6 +103,8 @@ class RayExecutor:
             # a cluster with token authentication (Ray's default from 2.59 on) needs its token here too:
             # RAY_AUTH_MODE=token and RAY_AUTH_TOKEN (or RAY_AUTH_TOKEN_PATH) as on its nodes
             ray.init(address=address, log_to_driver=False, logging_level="ERROR")
+        if callable(caller_sigterm):
+            signal.signal(signal.SIGTERM, caller_sigterm)
         if workers is None:
             workers = max(1, int(ray.cluster_resources().get("CPU", 1) // max(threads, 1)))
         self.n_workers = workers
