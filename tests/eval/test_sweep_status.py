@@ -93,6 +93,19 @@ def test_a_live_sweep_is_refused_and_shown_with_its_eta(grid, sleeper):
     assert sweep_status(grid)[0].running is None
 
 
+def test_the_eta_counts_played_episodes_not_adopted_ones(grid, sleeper):
+    """Same-memory adoptions are copies made in a moment: 1 played + 2 adopted in ~100 s is 1 episode per 100 s."""
+    out = Path(grid.out)
+    ids = [t.task_id for t in select_tasks(grid.configs[0])]
+    for name, done in (("a", ids[:1]), ("b", ids[:2])):
+        (out / name).mkdir(parents=True)
+        (out / name / "trajectories.jsonl").write_text("".join(episode(t, False) + "\n" for t in done))
+    (out / "sweep.json").write_text(json.dumps({"grid": "grid.yaml", "invocations": [invocation(
+        sleeper.pid, ["a", "b"], played_at_start={"a": 0, "b": 0}, adopted_same_memory={"b": 2})]}))
+    rows = {r.name: r for r in sweep_status(grid)}
+    assert rows["a"].eta_s == pytest.approx(5 * 100, rel=0.2)  # 3 + 2 left at one episode per ~100 s
+
+
 def test_a_reused_pid_or_a_finished_invocation_is_not_live(grid, sleeper):
     out = Path(grid.out)
     out.mkdir(parents=True)

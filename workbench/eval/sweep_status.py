@@ -131,7 +131,9 @@ def sweep_status(grid) -> list[ConfigStatus]:
             continue
         at_start = inv.get("played_at_start", {})
         since = time.time() - time.mktime(time.strptime(inv["started"], "%Y-%m-%dT%H:%M:%S"))
-        gained = sum(by_name[n].played - at_start.get(n, by_name[n].played) for n in mine)
+        # episodes played since it started: a same-memory adoption (recorded as made) is a copy, not a rate
+        adopted = inv.get("adopted_same_memory", {})
+        gained = sum(by_name[n].played - at_start.get(n, by_name[n].played) - adopted.get(n, 0) for n in mine)
         left = sum(by_name[n].left - by_name[n].waiting for n in mine)  # what waits is adopted, mostly
         eta = left * since / gained if gained > 0 else None
         for n in mine:
