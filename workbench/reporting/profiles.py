@@ -22,7 +22,7 @@ PROFILES: dict[str, dict[str, dict]] = {
                            "max_steps": 3, "n_examples": 2},
         "04_agmr": {"refine_tasks": "0:1", "eval_tasks": "0:1", "max_steps": 3},
         "05_arbiter": {"tasks": "0:1", "max_steps": 3, "attention_tasks": "0:1", "switch_tasks": "0:1",
-                       "steps_per_task": 2, "verbatim_tasks": "0:1"},
+                       "steps_per_task": 2, "verbatim_tasks": "0:1", "sensitivity_tasks": "0:1"},
         "06_proactive": {"tasks": "0:1", "max_steps": 3, "attention_tasks": "0:1"},
     },
     "default": {
@@ -43,9 +43,11 @@ PROFILES: dict[str, dict[str, dict]] = {
         # 6 conditions on 3 valid_unseen tasks over two worker processes. Paper scale is PROFILE=full.
         "04_agmr": {"refine_tasks": "0:140:70", "eval_tasks": "0:134:45", "max_steps": 50, "workers": 2},
         # 9 working-memory conditions on 2 tasks; item attention on 1 episode, band switches at 4 steps of 2 experts;
-        # no written-action runs (Table 5 (a) in the paper's setting: PROFILE=full, 3 x 20 episodes).
+        # no written-action runs (Table 5 (a) in the paper's setting: PROFILE=full, 3 x 20 episodes), no
+        # budget-sensitivity runs (PROFILE=full: 2 methods x 2 budgets x 34 tasks, those the budget cuts played).
         "05_arbiter": {"tasks": "0:134:67", "max_steps": 50, "workers": 2, "attention_tasks": "0:1",
-                       "switch_tasks": "0:134:67", "steps_per_task": 4, "verbatim_tasks": None},
+                       "switch_tasks": "0:134:67", "steps_per_task": 4, "verbatim_tasks": None,
+                       "sensitivity_tasks": None},
         # the action agent alone and 5 proactive conditions on 2 tasks; reminder attention on 1 episode.
         "06_proactive": {"tasks": "0:134:67", "max_steps": 50, "workers": 2, "attention_tasks": "0:1"},
     },
@@ -64,9 +66,11 @@ PROFILES: dict[str, dict[str, dict]] = {
                            "n_examples": 6},
         "04_agmr": {"refine_tasks": "all", "eval_tasks": "all", "max_steps": 50, "workers": 2, "n_cases": 2},
         # Table 5 (a) in the paper's setting (actions written and executed as written) on every 7th task
-        # (grids/arbiter_verbatim_valid_unseen.yaml).
+        # (grids/arbiter_verbatim_valid_unseen.yaml); MemArbiter and Flat Retrieval at the budgets that cut their
+        # blocks (150, 250) on every 4th task (grids/arbiter_valid_unseen.yaml).
         "05_arbiter": {"tasks": "all", "max_steps": 50, "workers": 2, "attention_tasks": "0:134:7",
-                       "switch_tasks": "0:134:7", "steps_per_task": 6, "verbatim_tasks": "0:134:7"},
+                       "switch_tasks": "0:134:7", "steps_per_task": 6, "verbatim_tasks": "0:134:7",
+                       "sensitivity_tasks": "0:134:4"},
         "06_proactive": {"tasks": "all", "max_steps": 50, "workers": 2, "attention_tasks": "0:134:7"},
     },
 }

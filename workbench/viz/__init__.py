@@ -4,7 +4,7 @@ from workbench.viz.ablation import head_ablation_figure, segment_masking_figure
 from workbench.viz.agmr import (
     refinement_case_figure, refinement_explorer, scenario_distribution_figure, scenario_success_figure,
 )
-from workbench.viz.curves import sr_at_k_figure
+from workbench.viz.curves import budget_curve_figure, sr_at_k_figure
 from workbench.viz.explorer import step_view, utilization_explorer
 from workbench.viz.heads import head_scores_figure
 from workbench.viz.memory_explorers import (
@@ -27,6 +27,7 @@ __all__ = [
     "head_scores_figure",
     "segment_masking_figure",
     "sr_at_k_figure",
+    "budget_curve_figure",
     "step_view",
     "utilization_explorer",
     "utilization_figure",

@@ -49,3 +49,61 @@ def test_table_5_common_failure_tasks_are_the_three_methods_at_each_budget():
     table = behaviour_table(runs)
     assert table.loc["arbiter-500", "common_failure_tasks"] == 2 and table.loc["arbiter-750", "common_failure_tasks"] == 1
     assert table.loc["arbiter-no-gate-500", "common_failure_tasks"] == 2  # the 500 set, though it failed only t3
+
+
+def test_the_sensitivity_runs_adopt_from_500():
+    """MemArbiter and Flat Retrieval at the budgets that cut their blocks, on a slice; every other budget of a method
+    (750 and the sensitivity ones) takes its 500 episodes where the memory is the same; Flat Recency and the
+    ablations play everything."""
+    from workbench.methods.arbiter.experiments import budget_pairs, sensitivity_configs
+
+    main = arbiter_configs("smollm2-135m-alfworld", "valid_unseen", "all", 50, "/r")
+    sens = sensitivity_configs("smollm2-135m-alfworld", "valid_unseen", "0:134:4", 50, "/r")
+    assert [c.out.rsplit("/", 1)[-1] for c in sens] == ["arbiter-150", "flat-retrieval-150", "arbiter-250",
+                                                       "flat-retrieval-250"]
+    assert {c.tasks for c in sens} == {"0:134:4"}
+    pairs = {c.out.rsplit("/", 1)[-1]: r.out.rsplit("/", 1)[-1] for c, r in budget_pairs(sens + main)}
+    assert pairs == {"arbiter-750": "arbiter-500", "flat-retrieval-750": "flat-retrieval-500",
+                     "arbiter-150": "arbiter-500", "flat-retrieval-150": "flat-retrieval-500",
+                     "arbiter-250": "arbiter-500", "flat-retrieval-250": "flat-retrieval-500"}
+    # without a 500 run, the smallest budget is the reference (as before the sensitivity runs)
+    only = arbiter_configs("smollm2-135m-alfworld", "valid_unseen", "0:4", 50, "/r", budgets=(750, 1000), ablations=())
+    assert {c.out.rsplit("/", 1)[-1]: r.out.rsplit("/", 1)[-1] for c, r in budget_pairs(only)} == {
+        "arbiter-1000": "arbiter-750", "flat-retrieval-1000": "flat-retrieval-750"}
+
+
+def test_the_budget_sensitivity_table_pairs_each_budget_with_500_on_the_slice():
+    from workbench.memory.trajectory import Step, Trajectory
+    from workbench.methods.arbiter.experiments import budget_sensitivity
+
+    def run(memory, budget, outcomes, sizes, adopted=(), ablation=None):
+        trajs = [Trajectory(task_id=t, goal="g", success=ok, steps=(Step(observation="o", action="look"),),
+                            meta={"steps": [{"wm": {"o200k": sizes[t]}, "arbiter": {"cut": sizes[t] == budget}}]})
+                 for t, ok in outcomes.items()]
+        config = {"run": {"memory": memory, "budget": budget, "ablation": ablation},
+                  "adopted": [{"rule": "same memory", "tasks": list(adopted)}] if adopted else []}
+        return trajs, {}, config
+
+    big = {"t1": 120, "t2": 300, "t3": 140, "t4": 90}
+    runs = {
+        "arbiter-500": run("arbiter", 500, {"t1": True, "t2": True, "t3": False, "t4": True}, big),
+        "arbiter-750": run("arbiter", 750, {"t1": True, "t2": True, "t3": False, "t4": True}, big, adopted=big),
+        "arbiter-150": run("arbiter", 150, {"t1": True, "t2": False}, {"t1": 120, "t2": 150}, adopted=["t1"]),
+        "flat-recency-500": run("flat-recency", 500, {"t1": False, "t2": False}, big),  # not a budget-adopting method
+        "arbiter-no-gate-500": run("arbiter", 500, {"t1": False, "t2": False}, big, ablation="no-gate"),
+    }
+    table = budget_sensitivity(runs, ["arbiter-150"])
+    assert list(table.index) == ["arbiter-150", "arbiter-500", "arbiter-750"]  # the slice's tasks: t1, t2
+    assert table["tasks"].tolist() == [2, 2, 2]
+    assert table.loc["arbiter-150", "success_%"] == 50 and table.loc["arbiter-500", "success_%"] == 100
+    row = table.loc["arbiter-150"]
+    assert (row["diff_vs_500_pp"], row["only_this"], row["only_500"]) == (-50, 0, 1)
+    assert row["same_memory_as_500_%"] == 50 and row["max_P_t_o200k"] == 150 and row["steps_with_items_cut"] == 0.5
+    assert table.loc["arbiter-750", "same_memory_as_500_%"] == 100 and table.loc["arbiter-750", "p_mcnemar"] == 1
+    assert table.loc["arbiter-500", "max_P_t_o200k"] == 300  # t3, t4 are off the slice
+
+    from workbench.viz import budget_curve_figure
+
+    fig = budget_curve_figure(table)
+    line = fig.axes[0].lines[0]
+    assert list(line.get_xdata()) == [150, 500, 750] and list(line.get_ydata()) == [50, 100, 100]

@@ -22,7 +22,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 __all__ = ["arbiter_configs", "verbatim_configs", "verbatim_behaviour_table", "condition_name", "item_attention",
-           "band_switches", "behaviour_table", "budget_pairs", "ADOPT_ACROSS_BUDGETS"]
+           "band_switches", "behaviour_table", "budget_pairs", "ADOPT_ACROSS_BUDGETS", "sensitivity_configs",
+           "budget_sensitivity", "SENSITIVITY_BUDGETS"]
 
 VERBATIM = "verbatim"
 
@@ -37,16 +38,72 @@ def condition_name(memory: str, budget: int, ablation: str | None = None) -> str
 ADOPT_ACROSS_BUDGETS = ("arbiter", "flat-retrieval")
 
 
-def budget_pairs(cfgs: Sequence) -> list[tuple]:
+def budget_pairs(cfgs: Sequence, reference_budget: int = 500) -> list[tuple]:
     """``(configuration, reference)`` pairs for :func:`workbench.eval.driver.drive`'s ``same_memory``: each
-    :data:`ADOPT_ACROSS_BUDGETS` method without ablation at a larger budget, with itself at the smallest budget
-    among ``cfgs`` (the pairs of ``grids/arbiter_valid_unseen.yaml``)."""
-    smallest = {}
-    for c in sorted(cfgs, key=lambda c: c.budget or 0):
+    :data:`ADOPT_ACROSS_BUDGETS` method without ablation at another budget, with itself at ``reference_budget``
+    (where there is none, at its smallest budget among ``cfgs``): 750 and the sensitivity budgets take 500's
+    episodes where the block was never cut (the pairs of ``grids/arbiter_valid_unseen.yaml``)."""
+    ref = {}
+    for c in sorted(cfgs, key=lambda c: (c.budget != reference_budget, c.budget or 0)):
         if c.memory in ADOPT_ACROSS_BUDGETS and c.ablation is None:
-            smallest.setdefault(c.memory, c)
-    return [(c, smallest[c.memory]) for c in cfgs
-            if c.memory in smallest and c.ablation is None and c is not smallest[c.memory]]
+            ref.setdefault(c.memory, c)
+    return [(c, ref[c.memory]) for c in cfgs
+            if c.memory in ref and c.ablation is None and c is not ref[c.memory]]
+
+
+#: Beyond the paper: budgets under the paper's two, where MemArbiter's and Flat Retrieval's blocks are cut. At 500
+#: and 750 they are not (Table 5's P_t columns), so 750 *is* 500 for them; these show what a binding budget does.
+SENSITIVITY_BUDGETS = (150, 250)
+
+
+def sensitivity_configs(model: str, split: str, tasks: str, max_steps: int, root: str | Path,
+                        budgets: Sequence[int] = SENSITIVITY_BUDGETS, dtype: str = "float32",
+                        backend: str | None = None, decode: str = "score") -> list:
+    """The budget-sensitivity runs (beyond the paper): each :data:`ADOPT_ACROSS_BUDGETS` method at ``budgets`` on
+    ``tasks`` (a slice of Table 2's), in folders ``<method>-<budget>`` beside Table 2's. Paired with Table 2's
+    500 by :func:`budget_pairs`, an episode whose block 500 never had to cut is adopted, not played."""
+    return [c for c in arbiter_configs(model, split, tasks, max_steps, root, budgets=budgets, ablations=(),
+                                       dtype=dtype, backend=backend, decode=decode)
+            if c.memory in ADOPT_ACROSS_BUDGETS]
+
+
+def budget_sensitivity(runs: dict, sensitivity: Sequence[str], reference_budget: int = 500):
+    """Success against the budget on the sensitivity runs' tasks: one row per (method, budget) among ``runs``
+    (name -> :func:`~workbench.eval.runner.load_run`; Table 2's runs restricted to those tasks) for the
+    :data:`ADOPT_ACROSS_BUDGETS` methods without ablation. Columns: tasks, success, the paired comparison with
+    the method at ``reference_budget`` on the same tasks (difference in points, discordant pairs, exact McNemar),
+    P_t's median / 95th percentile / largest o200k size, the share of steps at which MemArbiter's budget left out
+    an item the gate showed, and the share of episodes whose memory was the reference's at every step (adopted
+    from it: the budget never bound along them). A DataFrame indexed ``<method>-<budget>``."""
+    import pandas as pd
+
+    from workbench.eval.behaviour import budget_use, max_memory_o200k
+    from workbench.eval.compare import paired_outcomes
+
+    tasks = set.intersection(*({t.task_id for t in runs[n][0]} for n in sensitivity)) if sensitivity else set()
+    chosen = {n: r for n, r in runs.items()
+              if r[2].get("run", {}).get("memory") in ADOPT_ACROSS_BUDGETS and not r[2]["run"].get("ablation")
+              and r[2]["run"].get("budget")}
+    ref = {r[2]["run"]["memory"]: {t.task_id: t.success for t in r[0] if t.task_id in tasks}
+           for n, r in chosen.items() if r[2]["run"]["budget"] == reference_budget}
+    rows = {}
+    for name, (trajs, _, config) in sorted(chosen.items(), key=lambda kv: (kv[1][2]["run"]["memory"],
+                                                                          kv[1][2]["run"]["budget"])):
+        memory, budget = config["run"]["memory"], config["run"]["budget"]
+        mine = [t for t in trajs if t.task_id in tasks]
+        outcome = {t.task_id: t.success for t in mine}
+        same = {tid for a in config.get("adopted", []) if a.get("rule") == "same memory" for tid in a.get("tasks", [])}
+        row = {"method": memory, "budget": budget, "tasks": len(mine),
+               "success_%": 100 * sum(outcome.values()) / len(mine) if mine else None}
+        if memory in ref and budget != reference_budget:
+            pair = paired_outcomes(outcome, ref[memory])
+            row |= {f"diff_vs_{reference_budget}_pp": 100 * pair["diff"] if pair["diff"] is not None else None,
+                    "only_this": pair["only_a"], f"only_{reference_budget}": pair["only_b"],
+                    "p_mcnemar": pair["p_mcnemar"],
+                    f"same_memory_as_{reference_budget}_%": 100 * len(same & set(outcome)) / len(mine) if mine else None}
+        row |= {**budget_use(mine), "max_P_t_o200k": max_memory_o200k(mine)}
+        rows[name] = row
+    return pd.DataFrame.from_dict(rows, orient="index")
 
 
 def arbiter_configs(model: str, split: str, tasks: str, max_steps: int, root: str | Path,
