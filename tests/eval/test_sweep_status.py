@@ -93,6 +93,27 @@ def test_a_live_sweep_is_refused_and_shown_with_its_eta(grid, sleeper):
     assert sweep_status(grid)[0].running is None
 
 
+def test_a_run_or_a_notebook_does_not_play_folders_a_live_sweep_plays(grid, sleeper, tmp_path, capsys):
+    """`workbench run --resume` and a notebook's drive / adopt_runs into a folder a background sweep is playing
+    stop before writing: they would append the same tasks a second time."""
+    from workbench.eval.driver import drive
+    from workbench.eval.runner import adopt_runs
+
+    out = Path(grid.out)
+    out.mkdir(parents=True)
+    (out / "sweep.json").write_text(json.dumps({"grid": "grid.yaml", "invocations": [invocation(sleeper.pid, ["a"])]}))
+    a, b = grid.configs
+    with pytest.raises(ConcurrentSweepError, match="a second player of the same folders"):
+        drive([a], resume=True, progress=False)
+    with pytest.raises(ConcurrentSweepError):
+        adopt_runs([b, a], tmp_path / "elsewhere")
+    assert main(["run", "--tasks", "0:1", "--max-steps", "3", "--out", a.out, "--resume", "--no-teacher-forcing"]) == 2
+    assert f"the sweep of pid {sleeper.pid}" in capsys.readouterr().err
+    assert sorted(p.name for p in out.iterdir()) == ["sweep.json"]  # nothing written
+    drive([b], resume=True, progress=False)  # another configuration of the folder plays beside the sweep
+    assert (Path(b.out) / "metrics.json").exists()
+
+
 def test_the_eta_counts_played_episodes_not_adopted_ones(grid, sleeper):
     """Same-memory adoptions are copies made in a moment: 1 played + 2 adopted in ~100 s is 1 episode per 100 s."""
     out = Path(grid.out)

@@ -208,6 +208,9 @@ def drive(cfgs: list[RunConfig], resume: bool = False, progress: bool = True, lm
     Returns:
         A :class:`BatchReport`; ``report.metrics[cfg.out]`` is what that folder's ``metrics.json`` holds.
     """
+    from workbench.eval.sweep_status import refuse_live_folders
+
+    refuse_live_folders(c.out for c in cfgs)  # a live background sweep playing these folders: stop, write nothing
     pairs = [(c, r) for c, r in same_memory if c in cfgs]
     kw = dict(resume=resume, progress=progress, lm=lm, workers=workers, ray_address=ray_address, executor=executor,
               on_result=on_result, desc=desc, order=order)

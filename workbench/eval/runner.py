@@ -488,6 +488,9 @@ def adopt_runs(cfgs: list[RunConfig], root: str | Path) -> dict[str, str]:
         ``cfg.out`` -> what happened (``"12 episodes adopted from ..."``, ``"nothing to adopt ..."`` or why not),
         for the configurations that had a folder under ``root``.
     """
+    from workbench.eval.sweep_status import refuse_live_folders
+
+    refuse_live_folders(c.out for c in cfgs)
     done = {}
     for cfg in cfgs:
         src = Path(root) / Path(cfg.out).parent.name / Path(cfg.out).name

@@ -27,7 +27,7 @@ from pathlib import Path
 import psutil
 
 __all__ = ["ConcurrentSweepError", "ConfigStatus", "this_process", "live_invocations", "refuse_concurrent",
-           "sweep_status", "format_status"]
+           "refuse_live_folders", "sweep_status", "format_status"]
 
 
 class ConcurrentSweepError(RuntimeError):
@@ -74,8 +74,21 @@ def refuse_concurrent(out: str | Path, names: list[str]) -> None:
         if both:
             raise ConcurrentSweepError(
                 f"{path}: the sweep of pid {inv['pid']} (started {inv.get('started')}) is playing "
-                f"{', '.join(both)} in {out}; a second sweep of the same folders would play their tasks twice. "
-                f"Wait for it, stop it (kill {inv['pid']}; it resumes), or play other configurations (--only).")
+                f"{', '.join(both)} in {out}; a second player of the same folders (a sweep, a run, a notebook) "
+                f"would play their tasks twice. Wait for it, stop it (kill {inv['pid']}; it resumes), or play "
+                "other configurations (sweep --only).")
+
+
+def refuse_live_folders(outs) -> None:
+    """:func:`refuse_concurrent` for run folders ``outs`` (each checked against the sweep records beside it): what
+    plays or adopts into a folder -- ``workbench run --resume``, a notebook's ``drive``, a sweep -- calls it
+    first, so a render or a run started while a background sweep plays the same folders stops with a clear
+    error instead of appending their tasks a second time."""
+    by_parent: dict[Path, list[str]] = {}
+    for out in outs:
+        by_parent.setdefault(Path(out).parent, []).append(Path(out).name)
+    for parent, names in by_parent.items():
+        refuse_concurrent(parent, names)
 
 
 @dataclass(frozen=True)
