@@ -76,19 +76,17 @@ def test_the_budget_sensitivity_table_pairs_each_budget_with_500_on_the_slice():
     from workbench.memory.trajectory import Step, Trajectory
     from workbench.methods.arbiter.experiments import budget_sensitivity
 
-    def run(memory, budget, outcomes, sizes, adopted=(), ablation=None):
+    def run(memory, budget, outcomes, sizes, ablation=None):
         trajs = [Trajectory(task_id=t, goal="g", success=ok, steps=(Step(observation="o", action="look"),),
                             meta={"steps": [{"wm": {"o200k": sizes[t]}, "arbiter": {"cut": sizes[t] == budget}}]})
                  for t, ok in outcomes.items()]
-        config = {"run": {"memory": memory, "budget": budget, "ablation": ablation},
-                  "adopted": [{"rule": "same memory", "tasks": list(adopted)}] if adopted else []}
-        return trajs, {}, config
+        return trajs, {}, {"run": {"memory": memory, "budget": budget, "ablation": ablation}}
 
     big = {"t1": 120, "t2": 300, "t3": 140, "t4": 90}
     runs = {
         "arbiter-500": run("arbiter", 500, {"t1": True, "t2": True, "t3": False, "t4": True}, big),
-        "arbiter-750": run("arbiter", 750, {"t1": True, "t2": True, "t3": False, "t4": True}, big, adopted=big),
-        "arbiter-150": run("arbiter", 150, {"t1": True, "t2": False}, {"t1": 120, "t2": 150}, adopted=["t1"]),
+        "arbiter-750": run("arbiter", 750, {"t1": True, "t2": True, "t3": False, "t4": True}, big),
+        "arbiter-150": run("arbiter", 150, {"t1": True, "t2": False}, {"t1": 120, "t2": 150}),  # t2's block cut
         "flat-recency-500": run("flat-recency", 500, {"t1": False, "t2": False}, big),  # not a budget-adopting method
         "arbiter-no-gate-500": run("arbiter", 500, {"t1": False, "t2": False}, big, ablation="no-gate"),
     }
@@ -98,8 +96,8 @@ def test_the_budget_sensitivity_table_pairs_each_budget_with_500_on_the_slice():
     assert table.loc["arbiter-150", "success_%"] == 50 and table.loc["arbiter-500", "success_%"] == 100
     row = table.loc["arbiter-150"]
     assert (row["diff_vs_500_pp"], row["only_this"], row["only_500"]) == (-50, 0, 1)
-    assert row["same_memory_as_500_%"] == 50 and row["max_P_t_o200k"] == 150 and row["steps_with_items_cut"] == 0.5
-    assert table.loc["arbiter-750", "same_memory_as_500_%"] == 100 and table.loc["arbiter-750", "p_mcnemar"] == 1
+    assert row["same_episode_as_500_%"] == 50 and row["max_P_t_o200k"] == 150 and row["steps_with_items_cut"] == 0.5
+    assert table.loc["arbiter-750", "same_episode_as_500_%"] == 100 and table.loc["arbiter-750", "p_mcnemar"] == 1
     assert table.loc["arbiter-500", "max_P_t_o200k"] == 300  # t3, t4 are off the slice
 
     from workbench.viz import budget_curve_figure

@@ -67,14 +67,24 @@ def sensitivity_configs(model: str, split: str, tasks: str, max_steps: int, root
             if c.memory in ADOPT_ACROSS_BUDGETS]
 
 
+def _same_episode(a, b) -> bool:
+    """The same actions, and a memory block of the same o200k size, at every step."""
+    def sizes(t):
+        return [s.get("wm", {}).get("o200k") for s in t.meta.get("steps", [])]
+
+    return [s.action for s in a.steps] == [s.action for s in b.steps] and sizes(a) == sizes(b)
+
+
 def budget_sensitivity(runs: dict, sensitivity: Sequence[str], reference_budget: int = 500):
     """Success against the budget on the sensitivity runs' tasks: one row per (method, budget) among ``runs``
     (name -> :func:`~workbench.eval.runner.load_run`; Table 2's runs restricted to those tasks) for the
     :data:`ADOPT_ACROSS_BUDGETS` methods without ablation. Columns: tasks, success, the paired comparison with
     the method at ``reference_budget`` on the same tasks (difference in points, discordant pairs, exact McNemar),
     P_t's median / 95th percentile / largest o200k size, the share of steps at which MemArbiter's budget left out
-    an item the gate showed, and the share of episodes whose memory was the reference's at every step (adopted
-    from it: the budget never bound along them). A DataFrame indexed ``<method>-<budget>``."""
+    an item the gate showed, and the share of tasks whose episode is the reference's: the same actions and a block
+    of the same size at every step (those adopted from it, where the replay showed the same memory, and those
+    played that came out the same: the budget never changed what the agent saw). A DataFrame indexed
+    ``<method>-<budget>``."""
     import pandas as pd
 
     from workbench.eval.behaviour import budget_use, max_memory_o200k
@@ -84,7 +94,7 @@ def budget_sensitivity(runs: dict, sensitivity: Sequence[str], reference_budget:
     chosen = {n: r for n, r in runs.items()
               if r[2].get("run", {}).get("memory") in ADOPT_ACROSS_BUDGETS and not r[2]["run"].get("ablation")
               and r[2]["run"].get("budget")}
-    ref = {r[2]["run"]["memory"]: {t.task_id: t.success for t in r[0] if t.task_id in tasks}
+    ref = {r[2]["run"]["memory"]: {t.task_id: t for t in r[0] if t.task_id in tasks}
            for n, r in chosen.items() if r[2]["run"]["budget"] == reference_budget}
     rows = {}
     for name, (trajs, _, config) in sorted(chosen.items(), key=lambda kv: (kv[1][2]["run"]["memory"],
@@ -92,15 +102,16 @@ def budget_sensitivity(runs: dict, sensitivity: Sequence[str], reference_budget:
         memory, budget = config["run"]["memory"], config["run"]["budget"]
         mine = [t for t in trajs if t.task_id in tasks]
         outcome = {t.task_id: t.success for t in mine}
-        same = {tid for a in config.get("adopted", []) if a.get("rule") == "same memory" for tid in a.get("tasks", [])}
         row = {"method": memory, "budget": budget, "tasks": len(mine),
                "success_%": 100 * sum(outcome.values()) / len(mine) if mine else None}
         if memory in ref and budget != reference_budget:
-            pair = paired_outcomes(outcome, ref[memory])
+            base = ref[memory]
+            pair = paired_outcomes(outcome, {tid: t.success for tid, t in base.items()})
+            same = sum(t.task_id in base and _same_episode(t, base[t.task_id]) for t in mine)
             row |= {f"diff_vs_{reference_budget}_pp": 100 * pair["diff"] if pair["diff"] is not None else None,
                     "only_this": pair["only_a"], f"only_{reference_budget}": pair["only_b"],
                     "p_mcnemar": pair["p_mcnemar"],
-                    f"same_memory_as_{reference_budget}_%": 100 * len(same & set(outcome)) / len(mine) if mine else None}
+                    f"same_episode_as_{reference_budget}_%": 100 * same / len(mine) if mine else None}
         row |= {**budget_use(mine), "max_P_t_o200k": max_memory_o200k(mine)}
         rows[name] = row
     return pd.DataFrame.from_dict(rows, orient="index")
