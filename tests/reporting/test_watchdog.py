@@ -56,6 +56,16 @@ def test_computing_cells_and_workers_are_not_a_stall(tmp_path):
     assert any("done" in "".join(o.get("text", "")) for c in cells for o in c.get("outputs", []))
 
 
+def test_the_cpu_seconds_of_the_whole_tree_are_counted(tmp_path):
+    """The kernel and a process it starts each burn 3 CPU seconds (however busy the machine, which only stretches
+    the wall time): the render's cpu_s holds both."""
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 3: pass"
+    src = notebook(tmp_path / "cpu.ipynb", burn,
+                   f"import subprocess, sys\nsubprocess.run([sys.executable, '-c', {burn!r}], check=True)")
+    done = run_notebook(src, tmp_path / "out" / "cpu.ipynb", {}, cwd=tmp_path, log=tmp_path / "cpu.log", stall_s=0)
+    assert 6 <= done.cpu_s < 6 + 30  # + papermill's and the kernel's start-up
+
+
 def test_a_failing_cell_is_an_error_with_its_traceback(tmp_path):
     src = notebook(tmp_path / "bad.ipynb", "raise ValueError('runs_dir has no folder named full')")
     with pytest.raises(NotebookError, match="bad.ipynb: the render failed") as err:

@@ -50,7 +50,7 @@ def reproduce(profile: str = "default", reports: str = "reports", notebooks: lis
     names = notebooks or sorted(PROFILES[profile])
     out_dir = Path(reports) / "notebooks"
     out_dir.mkdir(parents=True, exist_ok=True)
-    timings, finished, restarts = {}, {}, {}
+    timings, finished, restarts, cpu = {}, {}, {}, {}
     for name in tqdm(names, desc=f"reproduce [{profile}]"):
         src = NOTEBOOKS_DIR / f"{name}.ipynb"
         if not src.exists():
@@ -61,12 +61,12 @@ def reproduce(profile: str = "default", reports: str = "reports", notebooks: lis
         done = run_notebook(src, out_dir / src.name, params, cwd=NOTEBOOKS_DIR,
                             log=Path(params["runs_dir"]) / f"reproduce.{name}.log", stall_s=60 * stall_minutes,
                             retries=retries)
-        timings[name], restarts[name] = done.wall_s, done.restarts
+        timings[name], restarts[name], cpu[name] = done.wall_s, done.restarts, done.cpu_s
         finished[name] = time.strftime("%Y-%m-%dT%H:%M:%S")
     path = Path(reports) / "reproduce.json"
     old = json.loads(path.read_text()) if path.exists() else {}
     now = versions()
-    rendered = {name: {"profile": profile, "dtype": dtype or "float32", "wall_s": wall,
+    rendered = {name: {"profile": profile, "dtype": dtype or "float32", "wall_s": wall, "cpu_s": cpu[name],
                        "stalled_restarts": restarts[name], "git_commit": now.get("git_commit"), "finished": finished[name]}
                 for name, wall in timings.items()}
     old.update({"profile": profile, "dtype": dtype or "float32", "wall_s": {**old.get("wall_s", {}), **timings},

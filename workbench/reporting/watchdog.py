@@ -18,6 +18,7 @@ and the notebook's log; every run folder stays as its crash-consistency contract
 from __future__ import annotations
 
 import json
+import resource
 import subprocess
 import sys
 import tempfile
@@ -43,10 +44,13 @@ class NotebookStalled(NotebookError):
 
 @dataclass(frozen=True)
 class RenderResult:
-    """One notebook's render: wall seconds over all tries, and how many stalled renders were restarted."""
+    """One notebook's render: wall seconds over all tries, how many stalled renders were restarted, and the CPU
+    seconds its whole process tree used (papermill, the kernel, every worker they started): unlike the wall time,
+    that barely grows when other jobs share the machine, so ``cpu_s`` / cores bounds what the render needs idle."""
 
     wall_s: float
     restarts: int
+    cpu_s: float = 0.0
 
 
 def _tree(proc: psutil.Process) -> list[psutil.Process]:
@@ -88,9 +92,20 @@ def _tail(log: Path, n: int = 40) -> str:
     return "\n".join(lines[-n:])
 
 
-def _render_once(cmd: list[str], log: Path, stall_s: float) -> tuple[int | None, float]:
-    """Run ``cmd`` to its end (exit status) or until it stalls (None); also the seconds it ran."""
+def _children_cpu() -> float:
+    """CPU seconds of this process's descendants that have ended and been waited for (each by its parent)."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def _render_once(cmd: list[str], log: Path, stall_s: float) -> tuple[int | None, float, float]:
+    """Run ``cmd`` to its end (exit status) or until it stalls (None); also the seconds it ran and the CPU seconds
+    its process tree used: the larger of what the ended, waited-for processes add to this process's children
+    usage (exact) and the sum of each process's last sample (every POLL_S; catches a process orphaned before its
+    end, misses its last seconds)."""
     t0 = time.perf_counter()
+    cpu0 = _children_cpu()
+    peak: dict[int, float] = {}
     with open(log, "a") as fh:
         fh.write(f"\n=== {time.strftime('%Y-%m-%dT%H:%M:%S')} {' '.join(cmd)}\n")
         fh.flush()
@@ -104,6 +119,8 @@ def _render_once(cmd: list[str], log: Path, stall_s: float) -> tuple[int | None,
             now = _cpu(_tree(proc))
             used = sum(c - seen.get(pid, 0.0) for pid, c in now.items() if c > seen.get(pid, 0.0))
             seen = now
+            for pid, c in now.items():
+                peak[pid] = max(peak.get(pid, 0.0), c)
             if used > BUSY_SHARE * POLL_S:  # something in the tree computes (a cell, a worker, a save)
                 quiet_since = time.monotonic()
             elif stall_s and time.monotonic() - quiet_since >= stall_s:
@@ -112,12 +129,12 @@ def _render_once(cmd: list[str], log: Path, stall_s: float) -> tuple[int | None,
                              f"{time.monotonic() - quiet_since:.0f} s: stalled, killing the render\n")
                 _kill_tree(proc)
                 child.wait()
-                return None, time.perf_counter() - t0
+                return None, time.perf_counter() - t0, max(_children_cpu() - cpu0, sum(peak.values()))
     except BaseException:
         _kill_tree(proc)
         child.wait()
         raise
-    return child.returncode, time.perf_counter() - t0
+    return child.returncode, time.perf_counter() - t0, max(_children_cpu() - cpu0, sum(peak.values()))
 
 
 def run_notebook(src: Path, output: Path, parameters: dict, cwd: Path, log: Path, stall_s: float = 1200.0,
@@ -146,13 +163,13 @@ def run_notebook(src: Path, output: Path, parameters: dict, cwd: Path, log: Path
         params_file = Path(fh.name)
     cmd = [sys.executable, "-m", "papermill", str(src), str(output), "-f", str(params_file), "--cwd", str(cwd),
            "--no-progress-bar", "--log-output"]
-    wall, restarts = 0.0, 0
+    wall, cpu, restarts = 0.0, 0.0, 0
     try:
         while True:
-            code, took = _render_once(cmd, log, stall_s)
-            wall += took
+            code, took, used = _render_once(cmd, log, stall_s)
+            wall, cpu = wall + took, cpu + used
             if code == 0:
-                return RenderResult(wall_s=round(wall, 1), restarts=restarts)
+                return RenderResult(wall_s=round(wall, 1), restarts=restarts, cpu_s=round(cpu, 1))
             if code is not None:
                 raise NotebookError(f"{src.name}: the render failed (exit {code}); the executed copy with the "
                                     f"failing cell is {output}, the whole log {log}. Its end:\n{_tail(log)}")
