@@ -56,3 +56,46 @@ def test_reminder_attention_reports_the_placebo_control_at_the_same_steps(tiny_l
     off, _ = reminder_attention(tiny_lm, [(0, 0)], "valid_unseen", "0", variant="proactive-always", max_steps=2,
                                 placebo=False)
     assert "placebo_steps" not in off and "u_token_placebo" not in off["rows"][0]
+
+
+def _episode(task, success, reminders, actions=None):
+    """An episode whose steps carry ``reminders`` (None: a silent step) with their re-score records."""
+    from workbench.memory.trajectory import Step, Trajectory
+
+    steps = []
+    for text, changed, mentions, followed in reminders:
+        rec = {"proactive": {"reminder": text, "silent": text is None}}
+        if text is not None:
+            rec |= {"reminder": text, "reminder_effect": {"p_action": 0.3, "p_action_without": 0.2, "tv": 0.1,
+                                                          "changed": changed, "mentions": mentions,
+                                                          "followed": followed}}
+        steps.append(rec)
+    return Trajectory(task_id=task, goal="g", success=success, meta={"steps": steps},
+                      steps=tuple(Step(observation="o", action=a) for a in actions or ["look"] * len(reminders)))
+
+
+def test_reminders_by_kind_and_the_tasks_where_the_memory_agent_spoke():
+    from workbench.methods.proactive.experiments import reminder_kinds, spoken_tasks
+
+    warn = ("Stop repeating: you already did 'go to shelf 2'.", True, ["go to shelf 2"], True)
+    direct = ("Go to fridge 1 next.", False, ["go to fridge 1"], False)
+    fact = ("Memory: apple 1 is in/on fridge 1.", False, [], None)
+    task = ("task: turn on a desklamp to look at it", False, ["look"], False)  # names no command: look is unquoted
+    silent = (None, None, None, None)
+    runs = {
+        "none": ([_episode(t, ok, [silent]) for t, ok in (("t1", False), ("t2", True), ("t3", False))], {}, {}),
+        "proactive": ([_episode("t1", True, [warn, fact, silent, task]), _episode("t2", True, [silent, silent]),
+                       _episode("t3", False, [direct, warn], actions=["go to shelf 3", "go to shelf 2"])], {}, {}),
+    }
+    kinds = reminder_kinds({"proactive": runs["proactive"]})
+    assert kinds.loc[("proactive", "warning"), "reminders"] == 2 and kinds.loc[("proactive", "warning"), "share"] == 0.4
+    # t1 chose look (not the warned-against command: followed), t3 chose 'go to shelf 2' again (not followed)
+    assert kinds.loc[("proactive", "warning"), "followed"] == 0.5 and kinds.loc[("proactive", "warning"), "episodes"] == 2
+    assert kinds.loc[("proactive", "directive"), "followed"] == 0  # go to shelf 3, not fridge 1
+    assert kinds.loc[("proactive", "fact"), "reminders"] == 2 and kinds.loc[("proactive", "fact"), "judged"] == 0
+    assert kinds.loc[("proactive", "fact"), "success_% of those episodes"] == 100
+
+    spoke = spoken_tasks(runs).loc["proactive"]
+    assert (spoke["shown something"], spoke["never shown anything"]) == (2, 1)  # t2: silent throughout
+    assert (spoke["success_% where shown"], spoke["none success_% there"]) == (50, 0)
+    assert (spoke["only this"], spoke["only none"], spoke["p_mcnemar"]) == (1, 0, 1.0)

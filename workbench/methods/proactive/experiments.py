@@ -12,7 +12,7 @@ from statistics import mean
 from .variants import list_variants
 
 __all__ = ["proactive_configs", "silent_pairs", "intervention_table", "reminder_attention", "placebo_prompt",
-           "PLACEBO_TEXT"]
+           "PLACEBO_TEXT", "named_commands", "reminder_kind", "reminder_kinds", "spoken_tasks"]
 
 #: Variants that show the action agent nothing until the memory agent speaks: where it stays silent for a whole
 #: episode, the prompts are the action agent's alone at every step and the episode is ``none``'s.
@@ -61,6 +61,82 @@ def intervention_table(metrics: dict[str, dict]):
                       "re-scored reminders": eff.get("n"), "mean Δp(action)": eff.get("mean_delta_p"),
                       "median p(action) without": eff.get("median_p_action_without"), "mean TV": eff.get("mean_tv"),
                       "changed": eff.get("changed"), "followed": eff.get("followed")}
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def named_commands(effect: dict, reminder: str) -> list[str]:
+    """The admissible commands a reminder names (the re-score's ``mentions``), where a one-word command (look,
+    inventory) counts only when quoted: "turn on a desklamp to look at it" does not name the command look."""
+    text = reminder.lower()
+    return [m for m in effect.get("mentions") or [] if " " in m.strip() or f"'{m.lower()}'" in text
+            or f'"{m.lower()}"' in text]
+
+
+def reminder_kind(effect: dict, reminder: str) -> str:
+    """What a reminder asks: ``warning`` (stop / avoid / already / failed / do not ...: the rule ``followed`` uses,
+    :mod:`workbench.agents.counterfactual`), ``directive`` (names an admissible command, :func:`named_commands`,
+    without warning against it), ``fact`` (names none: a location, the task, a status)."""
+    from workbench.agents.counterfactual import is_warning
+
+    return "warning" if is_warning(reminder) else "directive" if named_commands(effect, reminder) else "fact"
+
+
+def reminder_kinds(runs: dict):
+    """The counterfactual re-score of every reminder step (``reminder_effect`` records), per condition and
+    :func:`reminder_kind`: reminders, their share of the condition's, mean total variation between the choice
+    distributions with and without the reminder, share of choices it changed, share followed (of those naming a
+    command, :func:`named_commands`: a warning is followed when the action is none of them, any other reminder
+    when it is one of them), and the success of the episodes such reminders were shown in. ``runs``: condition ->
+    :func:`~workbench.eval.runner.load_run`. A DataFrame indexed ``(condition, kind)``."""
+    import pandas as pd
+
+    rows = {}
+    for name, (trajs, _, _) in runs.items():
+        found = []
+        for t in trajs:
+            for step, rec in zip(t.steps, t.meta.get("steps", [])):
+                if "reminder_effect" not in rec:
+                    continue
+                effect, text = rec["reminder_effect"], rec.get("reminder") or ""
+                kind, named = reminder_kind(effect, text), named_commands(effect, text)
+                followed = None if not named else (step.action not in named) if kind == "warning" else step.action in named
+                found.append((kind, effect, followed, t.success, t.task_id))
+        for kind in ("warning", "directive", "fact"):
+            mine = [(e, f, ok, tid) for k, e, f, ok, tid in found if k == kind]
+            if not mine:
+                continue
+            judged = [f for _, f, _, _ in mine if f is not None]
+            tvs = [e["tv"] for e, _, _, _ in mine if "tv" in e]
+            episodes = {tid: ok for _, _, ok, tid in mine}
+            rows[(name, kind)] = {
+                "reminders": len(mine), "share": len(mine) / len(found), "mean TV": mean(tvs) if tvs else None,
+                "changed": mean(bool(e["changed"]) for e, _, _, _ in mine),
+                "followed": mean(judged) if judged else None, "judged": len(judged),
+                "episodes": len(episodes), "success_% of those episodes": 100 * mean(episodes.values())}
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def spoken_tasks(runs: dict, reference: str = "none"):
+    """Where did the memory agent change anything? Per condition: the tasks on which the action agent was shown
+    something at some step (a reminder, or for passive exposure the bank) and those on which it never was (for
+    the silent-until-spoken variants those episodes *are* the action agent's alone), and on the shown tasks the
+    paired comparison with ``reference`` (exact McNemar): the only tasks where the condition can differ from it.
+    A DataFrame indexed by condition."""
+    import pandas as pd
+
+    from workbench.eval.compare import paired_outcomes
+
+    ref = {t.task_id: t.success for t in runs[reference][0]}
+    rows = {}
+    for name, (trajs, _, _) in runs.items():
+        if name == reference:
+            continue
+        shown = {t.task_id: t.success for t in trajs if any(s.get("reminder") for s in t.meta.get("steps", []))}
+        pair = paired_outcomes(shown, ref)
+        rows[name] = {"tasks": len(trajs), "shown something": len(shown), "never shown anything": len(trajs) - len(shown),
+                      "success_% where shown": 100 * pair["rate_a"] if pair["rate_a"] is not None else None,
+                      f"{reference} success_% there": 100 * pair["rate_b"] if pair["rate_b"] is not None else None,
+                      "only this": pair["only_a"], f"only {reference}": pair["only_b"], "p_mcnemar": pair["p_mcnemar"]}
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
