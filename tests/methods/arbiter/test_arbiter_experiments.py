@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+
+import pytest
+
 from workbench.methods.arbiter.experiments import arbiter_configs, behaviour_table, condition_name
 
 
@@ -105,3 +109,32 @@ def test_the_budget_sensitivity_table_pairs_each_budget_with_500_on_the_slice():
     fig = budget_curve_figure(table)
     line = fig.axes[0].lines[0]
     assert list(line.get_xdata()) == [150, 500, 750] and list(line.get_ydata()) == [50, 100, 100]
+
+
+def test_the_analyses_beyond_the_paper_resume_from_their_cache(tiny_lm, tmp_path, monkeypatch):
+    """Item attention and band switches keep each task's result: a second render reads them (nothing is played or
+    re-scored) and summarises them exactly as the first did."""
+    import workbench.attention.items as items
+    import workbench.methods.arbiter.causal as causal
+    from workbench.attention.items import focal_vs_ambient
+    from workbench.methods.arbiter.causal import summarize_band_switches
+    from workbench.methods.arbiter.experiments import band_switches, item_attention
+
+    heads = [(0, 0), (1, 3)]
+    rows, trajs = item_attention(tiny_lm, heads, "valid_unseen", "0:1", max_steps=3, cache_dir=tmp_path)
+    switches = band_switches(tiny_lm, "valid_unseen", "0:1", steps_per_task=2, cache_dir=tmp_path)
+    assert rows and switches and len(trajs) == 1
+
+    def played(*a, **k):
+        raise AssertionError("computed again")
+
+    monkeypatch.setattr(items, "episode_item_utilization", played)
+    monkeypatch.setattr(causal, "band_switch_effects", played)
+    rows2, trajs2 = item_attention(tiny_lm, heads, "valid_unseen", "0:1", max_steps=3, cache_dir=tmp_path)
+    switches2 = band_switches(tiny_lm, "valid_unseen", "0:1", steps_per_task=2, cache_dir=tmp_path)
+    assert focal_vs_ambient(rows2) == focal_vs_ambient(rows)
+    assert summarize_band_switches(switches2) == summarize_band_switches(switches)
+    assert [s.action for s in trajs2[0].steps] == [s.action for s in trajs[0].steps]
+    assert trajs2[0].meta["steps"] == json.loads(json.dumps(trajs[0].meta["steps"]))
+    with pytest.raises(AssertionError, match="computed again"):  # other parameters: not the cached result
+        band_switches(tiny_lm, "valid_unseen", "0:1", steps_per_task=3, cache_dir=tmp_path)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from workbench.methods.proactive.experiments import intervention_table, proactive_configs
 
 
@@ -56,6 +58,25 @@ def test_reminder_attention_reports_the_placebo_control_at_the_same_steps(tiny_l
     off, _ = reminder_attention(tiny_lm, [(0, 0)], "valid_unseen", "0", variant="proactive-always", max_steps=2,
                                 placebo=False)
     assert "placebo_steps" not in off and "u_token_placebo" not in off["rows"][0]
+
+
+def test_reminder_attention_resumes_from_its_cache(tiny_lm, tmp_path, monkeypatch):
+    import workbench.agents.loop as loop
+    from workbench.methods.proactive.experiments import reminder_attention
+
+    first, trajs = reminder_attention(tiny_lm, [(0, 0)], "valid_unseen", "0", variant="proactive-always",
+                                      max_steps=2, cache_dir=tmp_path)
+
+    def played(*a, **k):
+        raise AssertionError("played again")
+
+    monkeypatch.setattr(loop.Agent, "run", played)
+    again, trajs2 = reminder_attention(tiny_lm, [(0, 0)], "valid_unseen", "0", variant="proactive-always",
+                                       max_steps=2, cache_dir=tmp_path)
+    assert again == first and [t.task_id for t in trajs2] == [t.task_id for t in trajs] and first["steps"] > 0
+    with pytest.raises(AssertionError, match="played again"):  # another variant is another analysis
+        reminder_attention(tiny_lm, [(0, 0)], "valid_unseen", "0", variant="proactive-retrieval", max_steps=2,
+                           cache_dir=tmp_path)
 
 
 def _episode(task, success, reminders, actions=None):

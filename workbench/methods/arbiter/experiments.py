@@ -206,8 +206,17 @@ def behaviour_table(runs: dict, common_sets: dict[str, tuple[str, ...]] | None =
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
-def item_attention(lm, heads, split: str, tasks: str, budget: int = 500, max_steps: int = 50) -> tuple[list, list]:
-    """Beyond the paper (a): item-level utilization by the retrieval heads while MemArbiter plays ``tasks``.
+def _analysis_key(lm, **params) -> dict:
+    """What an analysis's result depends on besides the code (:class:`workbench.eval.task_cache.TaskCache`)."""
+    from workbench.models.adapters import model_adapter_hash
+
+    return {"model": lm.name, "adapter": model_adapter_hash(lm.name), "dtype": lm.dtype, **params}
+
+
+def item_attention(lm, heads, split: str, tasks: str, budget: int = 500, max_steps: int = 50,
+                   cache_dir: str | Path | None = None) -> tuple[list, list]:
+    """Beyond the paper (a): item-level utilization by the retrieval heads while MemArbiter plays ``tasks``
+    (each task's rows and episode kept in ``cache_dir`` as it finishes: a render resumes; None keeps nothing).
 
     Returns:
         ``(rows, trajectories)``: rows of :func:`workbench.attention.items.item_utilization` with their task id
@@ -219,42 +228,60 @@ def item_attention(lm, heads, split: str, tasks: str, budget: int = 500, max_ste
     from workbench.attention.items import episode_item_utilization
     from workbench.envs.alfworld import ALFWorldEnv
     from workbench.eval.runner import RunConfig, select_tasks
+    from workbench.eval.task_cache import TaskCache
+    from workbench.memory.trajectory import Trajectory
 
     from .policy import ArbiterPolicy
 
-    agent = Agent.from_model(lm, keep_prompts=True)
-    env = ALFWorldEnv(max_steps=max_steps)
+    cache = TaskCache(cache_dir, "item_attention", _analysis_key(lm, heads=[list(h) for h in heads], split=split,
+                                                                  budget=budget, max_steps=max_steps))
     rows: list[dict] = []
     trajs = []
+    agent, env = None, None
     try:
         for task in select_tasks(RunConfig(out="-", split=split, tasks=tasks, memory="none")):
-            r, traj = episode_item_utilization(agent, env, task, ArbiterPolicy(budget=budget), heads, max_steps)
-            rows += r
-            trajs.append(traj)
+            if (done := cache.get(task.task_id)) is None:
+                if env is None:
+                    agent, env = Agent.from_model(lm, keep_prompts=True), ALFWorldEnv(max_steps=max_steps)
+                r, traj = episode_item_utilization(agent, env, task, ArbiterPolicy(budget=budget), heads, max_steps)
+                done = {"rows": r, "trajectory": traj.model_dump(mode="json")}
+                cache.put(task.task_id, done)
+            rows += done["rows"]
+            trajs.append(Trajectory.model_validate(done["trajectory"]))
     finally:
-        env.close()
+        if env is not None:
+            env.close()
     return rows, trajs
 
 
 def band_switches(lm, split: str, tasks: str, budget: int = 500, per_transition: int = 2,
-                  steps_per_task: int = 6) -> list[dict]:
+                  steps_per_task: int = 6, cache_dir: str | Path | None = None) -> list[dict]:
     """Beyond the paper (b): the band-switch re-scores (:func:`~workbench.methods.arbiter.causal.band_switch_effects`)
-    along the expert trajectories of ``tasks``, at ``steps_per_task`` evenly spread steps of each."""
+    along the expert trajectories of ``tasks``, at ``steps_per_task`` evenly spread steps of each (each task's rows
+    kept in ``cache_dir`` as it finishes; None keeps nothing)."""
     from workbench.agents.loop import Agent
     from workbench.eval.memory_base import expert_trajectories_for
     from workbench.eval.runner import RunConfig, select_tasks
+    from workbench.eval.task_cache import TaskCache
 
     from .causal import band_switch_effects
     from .policy import ArbiterPolicy
 
+    cache = TaskCache(cache_dir, "band_switches", _analysis_key(lm, split=split, budget=budget,
+                                                                per_transition=per_transition,
+                                                                steps_per_task=steps_per_task))
     wanted = {t.task_id for t in select_tasks(RunConfig(out="-", split=split, tasks=tasks, memory="none"))}
-    agent = Agent.from_model(lm)
+    agent = None
     rows: list[dict] = []
     for expert in expert_trajectories_for(split):
         if expert.task_id not in wanted:
             continue
-        n = expert.n_steps
-        at = sorted({round(i * (n - 1) / max(steps_per_task - 1, 1)) for i in range(min(steps_per_task, n))})
-        rows += band_switch_effects(agent, ArbiterPolicy(budget=budget), expert, expert.meta["admissible"], steps=at,
-                                    per_transition=per_transition)
+        if (done := cache.get(expert.task_id)) is None:
+            agent = agent or Agent.from_model(lm)
+            n = expert.n_steps
+            at = sorted({round(i * (n - 1) / max(steps_per_task - 1, 1)) for i in range(min(steps_per_task, n))})
+            done = band_switch_effects(agent, ArbiterPolicy(budget=budget), expert, expert.meta["admissible"],
+                                       steps=at, per_transition=per_transition)
+            cache.put(expert.task_id, done)
+        rows += done
     return rows

@@ -197,7 +197,7 @@ def _placebo_row(agent, heads, prompt, admissible: list[str]) -> dict | None:
 
 
 def reminder_attention(lm, heads, split: str, tasks: str, variant: str = "proactive", max_steps: int = 50,
-                       placebo: bool = True) -> tuple[dict, list]:
+                       placebo: bool = True, cache_dir: str | Path | None = None) -> tuple[dict, list]:
     """Do the retrieval heads read the reminder, and more than its place in the prompt explains? While ``variant``
     plays ``tasks`` with the heads captured: the reminder span's per-token attention u_token (1 = an average
     prompt token) at every reminder step; with ``placebo``, the same state re-scored with the reminder's words
@@ -211,7 +211,8 @@ def reminder_attention(lm, heads, split: str, tasks: str, variant: str = "proact
         ``share_above_average`` (u_token > 1), with ``placebo``: ``mean_u_token_placebo``,
         ``share_above_placebo`` (the reminder read more than the placebo at the same step),
         ``changed_vs_placebo`` (share of steps whose choice differs), ``mean_tv_vs_placebo``; and ``rows`` (one
-        per reminder step, with the task id).
+        per reminder step, with the task id). Each task's rows and episode are kept in ``cache_dir`` as it finishes
+        (:class:`~workbench.eval.task_cache.TaskCache`: a render resumes; None keeps nothing).
     """
     from workbench.agents.loop import Agent
     from workbench.attention.items import item_utilization
@@ -219,26 +220,41 @@ def reminder_attention(lm, heads, split: str, tasks: str, variant: str = "proact
     from workbench.envs.alfworld import ALFWorldEnv
     from workbench.eval.runner import RunConfig, policy_for, select_tasks
 
+    from workbench.eval.task_cache import TaskCache
+    from workbench.memory.trajectory import Trajectory
+    from workbench.models.adapters import model_adapter_hash
+
     cfg = RunConfig(out="-", split=split, tasks=tasks, memory=variant)
-    agent = Agent.from_model(lm, keep_prompts=True, record_admissible=True)
-    env = ALFWorldEnv(max_steps=max_steps)
+    cache = TaskCache(cache_dir, f"reminder_attention-{variant}", {
+        "model": lm.name, "adapter": model_adapter_hash(lm.name), "dtype": lm.dtype, "heads": [list(h) for h in heads],
+        "split": split, "variant": variant, "max_steps": max_steps, "placebo": placebo})
+    agent, env = None, None
     rows, trajs = [], []
     try:
         for task in select_tasks(cfg):
-            inst = CaptureInstrument(agent, list(heads))
-            inst.reset()
-            res = agent.run(env, task, policy_for(cfg), instruments=[inst], max_steps=max_steps)
-            records = res.trajectory.meta["steps"]
-            for r in item_utilization(inst.capture.steps, inst.prompts):
-                if r["item"] != "reminder":
-                    continue
-                r = r | {"task_id": task.task_id}
-                if placebo:
-                    r |= _placebo_row(agent, heads, inst.prompts[r["step"]], records[r["step"]]["admissible"]) or {}
-                rows.append(r)
-            trajs.append(res.trajectory)
+            if (done := cache.get(task.task_id)) is None:
+                if env is None:
+                    agent = Agent.from_model(lm, keep_prompts=True, record_admissible=True)
+                    env = ALFWorldEnv(max_steps=max_steps)
+                inst = CaptureInstrument(agent, list(heads))
+                inst.reset()
+                res = agent.run(env, task, policy_for(cfg), instruments=[inst], max_steps=max_steps)
+                records = res.trajectory.meta["steps"]
+                mine = []
+                for r in item_utilization(inst.capture.steps, inst.prompts):
+                    if r["item"] != "reminder":
+                        continue
+                    r = r | {"task_id": task.task_id}
+                    if placebo:
+                        r |= _placebo_row(agent, heads, inst.prompts[r["step"]], records[r["step"]]["admissible"]) or {}
+                    mine.append(r)
+                done = {"rows": mine, "trajectory": res.trajectory.model_dump(mode="json")}
+                cache.put(task.task_id, done)
+            rows += done["rows"]
+            trajs.append(Trajectory.model_validate(done["trajectory"]))
     finally:
-        env.close()
+        if env is not None:
+            env.close()
     summary = {"steps": len(rows), "mean_u_token": mean(r["u_token"] for r in rows) if rows else None,
                "share_above_average": mean(r["u_token"] > 1 for r in rows) if rows else None}
     if placebo:

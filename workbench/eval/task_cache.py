@@ -1,0 +1,74 @@
+"""Per-task results of a notebook analysis, kept as each task finishes, so a render that is killed or fails in a
+later cell redoes only what was not done.
+
+The analyses beyond the papers (item attention while MemArbiter plays, band switches along the experts,
+reminder attention while the memory agent plays) run for tens of minutes at paper scale. Each writes one line
+per task to ``FOLDER/<name>-<digest>.jsonl`` where the digest is a hash of everything the result depends on
+(model, its adapter, dtype, split, the analysis's parameters); the key itself is written beside it
+(``...key.json``) for a reader. Other parameters give another file, so no stored result is overwritten or mixed
+with another's; a torn last line (a kill mid-write) is dropped when the file is opened again. The code is not
+in the key: after changing an analysis, delete its files (or pass ``folder=None``, which keeps nothing).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from workbench.memory.trajectory import atomic_write_text
+
+__all__ = ["TaskCache"]
+
+
+class TaskCache:
+    """``get(task_id)`` -> the payload stored for a task (None: not done); ``put(task_id, payload)`` stores one.
+
+    Args:
+        folder: where the file lives; None keeps nothing (every ``get`` misses).
+        name: the analysis (the file name's stem).
+        key: what the result depends on (JSON-serialisable).
+    """
+
+    def __init__(self, folder: str | os.PathLike | None, name: str, key: dict) -> None:
+        self.key = json.loads(json.dumps(key, sort_keys=True, default=str))
+        self.done: dict[str, Any] = {}
+        self.path: Path | None = None
+        if folder is None:
+            return
+        digest = hashlib.sha256(json.dumps(self.key, sort_keys=True).encode()).hexdigest()[:12]
+        self.path = Path(folder) / f"{name}-{digest}.jsonl"
+        if not self.path.exists():
+            return
+        kept = []
+        lines = self.path.read_text(encoding="utf-8").split("\n")
+        for i, line in enumerate(lines):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                if i < len(lines) - 1:
+                    raise ValueError(f"{self.path}: line {i + 1} is not JSON (only a torn last line is expected "
+                                     "after a kill); delete the file to compute the analysis again") from None
+                continue
+            self.done[rec["task_id"]] = rec["payload"]
+            kept.append(line)
+        if len(kept) != sum(1 for x in lines if x.strip()):  # drop the torn tail before anything is appended
+            atomic_write_text(self.path, "".join(x + "\n" for x in kept))
+
+    def get(self, task_id: str) -> Any | None:
+        return self.done.get(task_id)
+
+    def put(self, task_id: str, payload: Any) -> None:
+        self.done[task_id] = payload
+        if self.path is None:
+            return
+        if not self.path.exists():
+            atomic_write_text(self.path.with_name(self.path.stem + ".key.json"), json.dumps(self.key, indent=1))
+        with self.path.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"task_id": task_id, "payload": payload}) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
