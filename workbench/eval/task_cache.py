@@ -20,7 +20,7 @@ from typing import Any
 
 from workbench.memory.trajectory import atomic_write_text
 
-__all__ = ["TaskCache"]
+__all__ = ["TaskCache", "analysis_key"]
 
 
 class TaskCache:
@@ -72,3 +72,11 @@ class TaskCache:
             fh.write(json.dumps({"task_id": task_id, "payload": payload}) + "\n")
             fh.flush()
             os.fsync(fh.fileno())
+
+
+def analysis_key(lm, **params) -> dict:
+    """What an analysis of model ``lm`` depends on besides the code: its name, adapter (content hash), dtype and
+    ``params``."""
+    from workbench.models.adapters import model_adapter_hash
+
+    return {"model": lm.name, "adapter": model_adapter_hash(lm.name), "dtype": lm.dtype, **params}

@@ -206,13 +206,6 @@ def behaviour_table(runs: dict, common_sets: dict[str, tuple[str, ...]] | None =
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
-def _analysis_key(lm, **params) -> dict:
-    """What an analysis's result depends on besides the code (:class:`workbench.eval.task_cache.TaskCache`)."""
-    from workbench.models.adapters import model_adapter_hash
-
-    return {"model": lm.name, "adapter": model_adapter_hash(lm.name), "dtype": lm.dtype, **params}
-
-
 def item_attention(lm, heads, split: str, tasks: str, budget: int = 500, max_steps: int = 50,
                    cache_dir: str | Path | None = None) -> tuple[list, list]:
     """Beyond the paper (a): item-level utilization by the retrieval heads while MemArbiter plays ``tasks``
@@ -228,12 +221,12 @@ def item_attention(lm, heads, split: str, tasks: str, budget: int = 500, max_ste
     from workbench.attention.items import episode_item_utilization
     from workbench.envs.alfworld import ALFWorldEnv
     from workbench.eval.runner import RunConfig, select_tasks
-    from workbench.eval.task_cache import TaskCache
+    from workbench.eval.task_cache import TaskCache, analysis_key
     from workbench.memory.trajectory import Trajectory
 
     from .policy import ArbiterPolicy
 
-    cache = TaskCache(cache_dir, "item_attention", _analysis_key(lm, heads=[list(h) for h in heads], split=split,
+    cache = TaskCache(cache_dir, "item_attention", analysis_key(lm, heads=[list(h) for h in heads], split=split,
                                                                   budget=budget, max_steps=max_steps))
     rows: list[dict] = []
     trajs = []
@@ -262,12 +255,12 @@ def band_switches(lm, split: str, tasks: str, budget: int = 500, per_transition:
     from workbench.agents.loop import Agent
     from workbench.eval.memory_base import expert_trajectories_for
     from workbench.eval.runner import RunConfig, select_tasks
-    from workbench.eval.task_cache import TaskCache
+    from workbench.eval.task_cache import TaskCache, analysis_key
 
     from .causal import band_switch_effects
     from .policy import ArbiterPolicy
 
-    cache = TaskCache(cache_dir, "band_switches", _analysis_key(lm, split=split, budget=budget,
+    cache = TaskCache(cache_dir, "band_switches", analysis_key(lm, split=split, budget=budget,
                                                                 per_transition=per_transition,
                                                                 steps_per_task=steps_per_task))
     wanted = {t.task_id for t in select_tasks(RunConfig(out="-", split=split, tasks=tasks, memory="none"))}

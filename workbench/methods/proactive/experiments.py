@@ -220,14 +220,12 @@ def reminder_attention(lm, heads, split: str, tasks: str, variant: str = "proact
     from workbench.envs.alfworld import ALFWorldEnv
     from workbench.eval.runner import RunConfig, policy_for, select_tasks
 
-    from workbench.eval.task_cache import TaskCache
+    from workbench.eval.task_cache import TaskCache, analysis_key
     from workbench.memory.trajectory import Trajectory
-    from workbench.models.adapters import model_adapter_hash
 
     cfg = RunConfig(out="-", split=split, tasks=tasks, memory=variant)
-    cache = TaskCache(cache_dir, f"reminder_attention-{variant}", {
-        "model": lm.name, "adapter": model_adapter_hash(lm.name), "dtype": lm.dtype, "heads": [list(h) for h in heads],
-        "split": split, "variant": variant, "max_steps": max_steps, "placebo": placebo})
+    cache = TaskCache(cache_dir, f"reminder_attention-{variant}", analysis_key(
+        lm, heads=[list(h) for h in heads], split=split, variant=variant, max_steps=max_steps, placebo=placebo))
     agent, env = None, None
     rows, trajs = [], []
     try:
