@@ -32,6 +32,8 @@ def test_planted_rows_give_the_formula(tiny_lm):
     assert got["E2"]["u_token"] == pytest.approx(0.5)  # only the uniform head reaches it: half of 1 per token
     fa = focal_vs_ambient(list(got.values()))
     assert fa["episodic"]["focal_higher"] == 1.0 and fa["episodic"]["steps"] == 1
+    assert fa["episodic"]["focal_u"] == got["E1"]["u"] and fa["episodic"]["ambient_u"] == got["E2"]["u"]
+    assert fa["episodic"]["focal_tokens"] == got["E1"]["tokens"] > fa["episodic"]["ambient_tokens"]
     with pytest.raises(ValueError, match="outside"):
         span_utilization(step, 0, n + 1)
 

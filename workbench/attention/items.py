@@ -50,19 +50,31 @@ def item_utilization(steps: Sequence[CapturedStep], prompts: Sequence[BuiltPromp
 
 
 def focal_vs_ambient(rows: Sequence[dict]) -> dict:
-    """Per bank: mean u_token of focal and of ambient items over the steps where the bank shows both bands, and
-    how many such steps (the comparison is within steps, so the prompt and the state are the same)."""
+    """Per bank, over the steps where the bank shows both bands (within steps, so the prompt and the state are the
+    same): the mean u_token (attention per token: density) of focal and of ambient items and how often focal's is
+    higher; the mean u (the item's whole attention mass) of each and how often focal's is higher; and each band's
+    mean length in tokens. A focal item is longer than its ambient rendering, so per token it can be read less
+    while as a whole it is read more: the two columns answer different questions."""
     by = defaultdict(lambda: defaultdict(lambda: {"F": [], "A": []}))
     for r in rows:
         if r["band"] in ("F", "A") and r["bank"]:
-            by[r["bank"]][r["step"]][r["band"]].append(r["u_token"])
+            by[r["bank"]][r["step"], r.get("task_id")][r["band"]].append(r)
     out = {}
     for bank, steps in sorted(by.items()):
-        both = [(mean(v["F"]), mean(v["A"])) for v in steps.values() if v["F"] and v["A"]]
-        if both:
-            out[bank] = {"steps": len(both), "focal_u_token": mean(f for f, _ in both),
-                         "ambient_u_token": mean(a for _, a in both),
-                         "focal_higher": mean(f > a for f, a in both)}
+        both = [(v["F"], v["A"]) for v in steps.values() if v["F"] and v["A"]]
+        if not both:
+            continue
+
+        def per_step(key):
+            return [(mean(r[key] for r in f), mean(r[key] for r in a)) for f, a in both]
+
+        tok, mass = per_step("u_token"), per_step("u")
+        out[bank] = {"steps": len(both), "focal_u_token": mean(f for f, _ in tok),
+                     "ambient_u_token": mean(a for _, a in tok), "focal_higher": mean(f > a for f, a in tok),
+                     "focal_u": mean(f for f, _ in mass), "ambient_u": mean(a for _, a in mass),
+                     "focal_u_higher": mean(f > a for f, a in mass),
+                     "focal_tokens": mean(f for f, _ in per_step("tokens")),
+                     "ambient_tokens": mean(a for _, a in per_step("tokens"))}
     return out
 
 
