@@ -326,8 +326,9 @@ def adopt_same_memory(cfg: RunConfig, source: str | Path) -> list[str]:
     """Copy into ``cfg.out`` the episodes of ``source``, a run of the same parameters but for the memory policy's
     (:data:`SAME_MEMORY_MAY_DIFFER`: another memory base, another budget, a proactive memory agent beside ReAct's
     none...), on which ``cfg``'s policy shows the agent exactly the same memory: replayed along the episode's own
-    history, its memory block (pieces, P_t, reminder, entry) equals the source policy's at every step. Each step's policy record is ours (a MemArbiter block records the
-    budget it was assembled under; the decision's record depends on the prompt alone).
+    history, its memory block (pieces, P_t, reminder, entry) equals the source policy's at every step. Each step's
+    policy record is ours (a MemArbiter block records the budget it was assembled under; the decision's record
+    depends on the prompt alone).
 
     The agent decides from its prompt alone and the environment answers an action deterministically, so such an
     episode *is* ``cfg``'s episode of that task: played again on the same machine it would be the same, bit for

@@ -133,7 +133,8 @@ def spoken_tasks(runs: dict, reference: str = "none"):
             continue
         shown = {t.task_id: t.success for t in trajs if any(s.get("reminder") for s in t.meta.get("steps", []))}
         pair = paired_outcomes(shown, ref)
-        rows[name] = {"tasks": len(trajs), "shown something": len(shown), "never shown anything": len(trajs) - len(shown),
+        rows[name] = {"tasks": len(trajs), "shown something": len(shown),
+                      "never shown anything": len(trajs) - len(shown),
                       "success_% where shown": 100 * pair["rate_a"] if pair["rate_a"] is not None else None,
                       f"{reference} success_% there": 100 * pair["rate_b"] if pair["rate_b"] is not None else None,
                       "only this": pair["only_a"], f"only {reference}": pair["only_b"], "p_mcnemar": pair["p_mcnemar"]}
