@@ -11,13 +11,18 @@ records:
     tv                  total-variation distance between the two distributions (0: the reminder moved nothing)
     changed             the reminder changed the choice
 
-    mentions            admissible commands the reminder names verbatim
-    followed            the choice did what the reminder said, by a stated rule: a warning (the reminder says
-                        stop / avoid / already / failed / do not / don't / never) is followed when the chosen action
-                        is none of the commands it names; any other reminder ("go to fridge 1 instead") is followed
-                        when the chosen action is one of them; None when it names no command. For reminders that
-                        quote the past (general retrieval, the passive bank) "followed" only means repeating a
+    mentions            admissible commands the reminder contains verbatim (all of them: the raw evidence)
+    followed            the choice did what the reminder said (:func:`follows`): of the commands it names
+                        (:func:`named_commands`: a one-word command such as look or inventory is named only when
+                        quoted), a warning (the reminder says stop / avoid / already / failed / do not / don't /
+                        never) is followed when the chosen action is none of them; any other reminder ("go to
+                        fridge 1 instead") when it is one of them; None when it names no command. For reminders
+                        that quote the past (general retrieval, the passive bank) "followed" only means repeating a
                         quoted command: read it for the memory agent's own reminders
+
+The summaries (``workbench.eval.interventions``, the notebook's tables, the explorer) recompute ``followed`` from
+the stored ``mentions``, the reminder and the action with :func:`follows`, so records written under an older rule
+are judged by the current one.
 
 p_action - p_action_without is biased upward: the action is the argmax *with* the reminder, so even an
 irrelevant sentence shows a positive mean; p_alt_without - p_alt_with is biased the same way for the other
@@ -32,7 +37,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-__all__ = ["reminder_effect", "mentioned_commands", "is_warning"]
+__all__ = ["reminder_effect", "mentioned_commands", "named_commands", "follows", "is_warning"]
 
 _WARN = re.compile(r"\b(stop|avoid|already|failed|fails|do not|don't|never)\b", re.I)
 
@@ -42,8 +47,23 @@ def mentioned_commands(reminder: str, admissible: Sequence[str]) -> list[str]:
     return [c for c in admissible if re.search(rf"(?<![a-z0-9]){re.escape(c.lower())}(?![a-z0-9])", text)]
 
 
+def named_commands(reminder: str, mentions: Sequence[str]) -> list[str]:
+    """The commands of ``mentions`` (:func:`mentioned_commands`) that the reminder names: a one-word command (look,
+    inventory) counts only when quoted, since "turn on a desklamp to look at it" does not name the command look."""
+    text = reminder.lower()
+    return [m for m in mentions if " " in m.strip() or f"'{m.lower()}'" in text or f'"{m.lower()}"' in text]
+
+
 def is_warning(reminder: str) -> bool:
     return bool(_WARN.search(reminder))
+
+
+def follows(reminder: str, action: str, mentions: Sequence[str]) -> bool | None:
+    """Did ``action`` do what the reminder said (the module docstring's rule)? None when it names no command."""
+    named = named_commands(reminder, mentions)
+    if not named:
+        return None
+    return (action not in named) if is_warning(reminder) else (action in named)
 
 
 def reminder_effect(reminder: str, admissible: Sequence[str], probs_with: Sequence[float],
@@ -52,12 +72,8 @@ def reminder_effect(reminder: str, admissible: Sequence[str], probs_with: Sequen
     best = max(range(len(probs_with)), key=lambda i: probs_with[i])
     alt = max(range(len(probs_without)), key=lambda i: probs_without[i])
     mentions = mentioned_commands(reminder, admissible)
-    chosen = admissible[best]
-    followed = None
-    if mentions:
-        followed = (chosen not in mentions) if is_warning(reminder) else (chosen in mentions)
     tv = 0.5 * sum(abs(a - b) for a, b in zip(probs_with, probs_without))
     return {"p_action": round(probs_with[best], 5), "p_action_without": round(probs_without[best], 5),
             "action_without": admissible[alt], "p_alt_with": round(probs_with[alt], 5),
             "p_alt_without": round(probs_without[alt], 5), "tv": round(tv, 5), "changed": best != alt,
-            "mentions": mentions, "followed": followed}
+            "mentions": mentions, "followed": follows(reminder, admissible[best], mentions)}

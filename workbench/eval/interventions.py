@@ -10,7 +10,8 @@
                                 mean p(action) with minus without the reminder (biased upward: the action is
                                 the argmax with it), the selection-free mean total-variation distance and the
                                 other choice's side, share of choices it changed, share followed (of the
-                                reminders that name an admissible command)
+                                reminders that name an admissible command; judged here by the current rule,
+                                ``agents.counterfactual.follows``, not read from the record)
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from statistics import mean, median
 
+from workbench.agents.counterfactual import follows
 from workbench.memory.trajectory import Trajectory
 
 __all__ = ["intervention_metrics"]
@@ -29,6 +31,9 @@ def intervention_metrics(trajs: Sequence[Trajectory]) -> dict | None:
     if not any(recs):
         return None
     steps = [s for t in trajs for s in t.meta.get("steps", []) if "proactive" in s]
+    effects = [{**eff, "followed": follows(rec.get("reminder") or "", step.action, eff.get("mentions") or [])}
+               for t in trajs for step, rec in zip(t.steps, t.meta.get("steps", []))
+               if "proactive" in rec and (eff := rec.get("reminder_effect")) is not None]
     flat = [r for rs in recs for r in rs]
     triggered = [r for r in flat if r.get("trigger") and not r.get("phase2_error")]  # an unusable reply decides nothing
     reminders = [r for r in flat if r.get("reminder")]
@@ -41,8 +46,7 @@ def intervention_metrics(trajs: Sequence[Trajectory]) -> dict | None:
         "memory_calls_per_episode": calls / len(trajs),
         "latency_ms_per_call": (sum(r.get("latency_ms", 0.0) for r in flat) / calls) if calls else None,
         "errors_per_episode": sum(len(r.get("errors", [])) for r in flat) / len(trajs),
-        **({"reminder_effect": _effects(effects)} if (effects := [s["reminder_effect"] for s in steps
-                                                                   if "reminder_effect" in s]) else {}),
+        **({"reminder_effect": _effects(effects)} if effects else {}),
     }
 
 

@@ -124,7 +124,16 @@ def proactive_step_view(traj: Trajectory, step: int) -> dict:
     rec = steps[step]["proactive"]
     return {"trigger": rec.get("trigger"), "calls": rec.get("calls", []), "errors": rec.get("errors", []),
             "reminder": rec.get("reminder"), "silent": rec.get("silent"), "bank": bank,
-            "action": traj.steps[step].action, "effect": steps[step].get("reminder_effect")}
+            "action": traj.steps[step].action, "effect": _judged(steps[step], traj.steps[step].action)}
+
+
+def _judged(rec: dict, action: str) -> dict | None:
+    """A step's reminder re-score, ``followed`` judged by the current rule (``agents.counterfactual.follows``)."""
+    from workbench.agents.counterfactual import follows
+
+    eff = rec.get("reminder_effect")
+    return None if eff is None else {**eff, "followed": follows(rec.get("reminder") or "", action,
+                                                                eff.get("mentions") or [])}
 
 
 def _proactive_html(t: Trajectory, k: int) -> str:

@@ -38,3 +38,35 @@ def test_intervention_metrics_aggregate_the_effects():
                     {"p_action": 0.5, "p_action_without": 0.5, "changed": False, "followed": None}])
     assert agg == {"n": 2, "mean_delta_p": pytest.approx(0.25), "median_p_action_without": pytest.approx(0.3),
                    "changed": 0.5, "followed": 1.0, "n_judged": 1}
+
+
+def test_one_word_commands_count_only_when_quoted():
+    from workbench.agents.counterfactual import follows, named_commands
+
+    adm = ["look", "inventory", "go to desk 1"]
+    text = "Your task: turn on a desklamp to look at it."
+    assert mentioned_commands(text, adm) == ["look"]  # the raw evidence keeps every verbatim match
+    assert named_commands(text, ["look"]) == [] and follows(text, "look", ["look"]) is None
+    assert reminder_effect(text, adm, [1, 0, 0], [1, 0, 0])["followed"] is None  # the record judges by the same rule
+    quoted = "Do not 'look' again; you already did."
+    assert named_commands(quoted, ["look"]) == ["look"] and follows(quoted, "go to desk 1", ["look"]) is True
+    assert follows("Go to desk 1 now.", "go to desk 1", ["go to desk 1"]) is True
+
+
+def test_intervention_metrics_judge_followed_by_the_current_rule():
+    """A record written under an older rule (a stale ``followed``) is judged again from its mentions."""
+    from workbench.eval.interventions import intervention_metrics
+    from workbench.memory.trajectory import Step, Trajectory
+
+    def step(reminder, mentions, stale):
+        return {"proactive": {"reminder": reminder, "trigger": True, "silent": False}, "reminder": reminder,
+                "reminder_effect": {"p_action": 0.5, "p_action_without": 0.4, "changed": False, "tv": 0.1,
+                                    "p_alt_with": 0.5, "p_alt_without": 0.4, "mentions": mentions,
+                                    "followed": stale}}
+
+    t = Trajectory(task_id="t", goal="g", success=False,
+                   meta={"steps": [step("Task: look at the mug under the desklamp.", ["look"], True),
+                                   step("Stop: you already did 'go to desk 1'.", ["go to desk 1"], True)]},
+                   steps=(Step(observation="o", action="look"), Step(observation="o", action="go to desk 1")))
+    eff = intervention_metrics([t])["reminder_effect"]
+    assert (eff["n"], eff["n_judged"], eff["followed"]) == (2, 1, 0.0)  # look is unquoted; the warning was ignored

@@ -65,11 +65,11 @@ def intervention_table(metrics: dict[str, dict]):
 
 
 def named_commands(effect: dict, reminder: str) -> list[str]:
-    """The admissible commands a reminder names (the re-score's ``mentions``), where a one-word command (look,
-    inventory) counts only when quoted: "turn on a desklamp to look at it" does not name the command look."""
-    text = reminder.lower()
-    return [m for m in effect.get("mentions") or [] if " " in m.strip() or f"'{m.lower()}'" in text
-            or f'"{m.lower()}"' in text]
+    """The admissible commands a reminder names (:func:`workbench.agents.counterfactual.named_commands` over the
+    re-score's ``mentions``: a one-word command such as look counts only when quoted)."""
+    from workbench.agents.counterfactual import named_commands as named
+
+    return named(reminder, effect.get("mentions") or [])
 
 
 def reminder_kind(effect: dict, reminder: str) -> str:
@@ -90,6 +90,8 @@ def reminder_kinds(runs: dict):
     :func:`~workbench.eval.runner.load_run`. A DataFrame indexed ``(condition, kind)``."""
     import pandas as pd
 
+    from workbench.agents.counterfactual import follows
+
     rows = {}
     for name, (trajs, _, _) in runs.items():
         found = []
@@ -98,8 +100,7 @@ def reminder_kinds(runs: dict):
                 if "reminder_effect" not in rec:
                     continue
                 effect, text = rec["reminder_effect"], rec.get("reminder") or ""
-                kind, named = reminder_kind(effect, text), named_commands(effect, text)
-                followed = None if not named else (step.action not in named) if kind == "warning" else step.action in named
+                kind, followed = reminder_kind(effect, text), follows(text, step.action, effect.get("mentions") or [])
                 found.append((kind, effect, followed, t.success, t.task_id))
         for kind in ("warning", "directive", "fact"):
             mine = [(e, f, ok, tid) for k, e, f, ok, tid in found if k == kind]
