@@ -34,7 +34,8 @@ from workbench.eval.executor import Executor, make_executor
 from workbench.eval.jobs import EPISODE, TEACHER_FORCING, Job
 from workbench.eval.runner import (RunConfig, batch_metrics, check_resume, combine_teacher_forced, select_tasks,
                                    teacher_forced_key, write_run_config)
-from workbench.memory.trajectory import Trajectory, append_jsonl, atomic_write_text, iter_jsonl_dicts
+from workbench.memory.trajectory import (Trajectory, append_jsonl, atomic_write_text, cut_torn_tail,
+                                         iter_jsonl_dicts)
 
 __all__ = ["drive", "check_all", "BatchReport", "PARTS_FILE"]
 
@@ -133,21 +134,6 @@ def _ordered(plans: list[_Plan], order: str) -> list[Job]:
         done = (len(p.tasks) - len(p.episodes)) + (len(p.tf_order) - len(p.tf_todo))
         keyed += [((done + k, ci), j) for k, j in enumerate(_jobs(p))]
     return [j for _, j in sorted(keyed, key=lambda kj: kj[0])]
-
-
-def _append_line(path: Path, record: dict) -> None:
-    with path.open("a", encoding="utf-8") as fh:
-        fh.write(json.dumps(record) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-
-
-def _cut_torn_tail(path: Path) -> None:
-    """A kill mid-append leaves a partial last line; cut it so the next append starts a clean line."""
-    if path.exists():
-        data = path.read_bytes()
-        if data and not data.endswith(b"\n"):
-            atomic_write_text(path, data[: data.rfind(b"\n") + 1].decode("utf-8"))
 
 
 def _complete(plan: _Plan, t0: float) -> dict:
@@ -282,8 +268,8 @@ def _drive_once(cfgs: list[RunConfig], resume: bool = False, progress: bool = Tr
     for p in plans:
         if p.left or not (Path(p.cfg.out) / "config.json").exists():  # a resume with nothing to play records no
             write_run_config(p.cfg)                                     # versions: none of its episodes are new
-        _cut_torn_tail(Path(p.cfg.out) / "trajectories.jsonl")
-        _cut_torn_tail(Path(p.cfg.out) / PARTS_FILE)
+        cut_torn_tail(Path(p.cfg.out) / "trajectories.jsonl")
+        cut_torn_tail(Path(p.cfg.out) / PARTS_FILE)
     by_out = {p.cfg.out: p for p in plans}
     jobs = _ordered(plans, order)
     report = BatchReport(jobs={EPISODE: sum(j.kind == EPISODE for j in jobs),
@@ -303,7 +289,7 @@ def _drive_once(cfgs: list[RunConfig], resume: bool = False, progress: bool = Tr
                     append_jsonl(out / "trajectories.jsonl", traj)
                 else:
                     part = result["teacher_forced"]
-                    _append_line(out / PARTS_FILE, {"key": plan.tf_key, "part": part})
+                    append_jsonl(out / PARTS_FILE, {"key": plan.tf_key, "part": part})
                     plan.tf_parts[part["task_id"]] = part
                 info = result.get("worker") or {}
                 if "pid" in info:

@@ -18,7 +18,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from workbench.memory.trajectory import atomic_write_text
+from workbench.memory.trajectory import (TrajectoryFormatError, append_jsonl, atomic_write_text, cut_torn_tail,
+                                         iter_jsonl_dicts)
 
 __all__ = ["TaskCache", "analysis_key"]
 
@@ -42,22 +43,13 @@ class TaskCache:
         self.path = Path(folder) / f"{name}-{digest}.jsonl"
         if not self.path.exists():
             return
-        kept = []
-        lines = self.path.read_text(encoding="utf-8").split("\n")
-        for i, line in enumerate(lines):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                if i < len(lines) - 1:
-                    raise ValueError(f"{self.path}: line {i + 1} is not JSON (only a torn last line is expected "
-                                     "after a kill); delete the file to compute the analysis again") from None
-                continue
-            self.done[rec["task_id"]] = rec["payload"]
-            kept.append(line)
-        if len(kept) != sum(1 for x in lines if x.strip()):  # drop the torn tail before anything is appended
-            atomic_write_text(self.path, "".join(x + "\n" for x in kept))
+        try:
+            rows = list(iter_jsonl_dicts(self.path))  # a torn last line (a kill mid-write) is skipped
+        except TrajectoryFormatError as e:
+            raise ValueError(f"{e} (only a torn last line is expected after a kill); delete the file to compute "
+                             "the analysis again") from None
+        self.done = {rec["task_id"]: rec["payload"] for rec in rows}
+        cut_torn_tail(self.path)  # before anything is appended
 
     def get(self, task_id: str) -> Any | None:
         return self.done.get(task_id)
@@ -68,10 +60,7 @@ class TaskCache:
             return
         if not self.path.exists():
             atomic_write_text(self.path.with_name(self.path.stem + ".key.json"), json.dumps(self.key, indent=1))
-        with self.path.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps({"task_id": task_id, "payload": payload}) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
+        append_jsonl(self.path, {"task_id": task_id, "payload": payload})
 
 
 def analysis_key(lm, **params) -> dict:

@@ -224,11 +224,22 @@ def write_jsonl(path: str | os.PathLike, records: Iterable[BaseModel]) -> None:
     atomic_write_text(path, "".join(r.model_dump_json() + "\n" for r in records))
 
 
-def append_jsonl(path: str | os.PathLike, record: BaseModel) -> None:
-    """Append one record and fsync: a kill leaves at most a torn last line, which readers skip."""
+def append_jsonl(path: str | os.PathLike, record: BaseModel | dict) -> None:
+    """Append one record (a model or a JSON-serialisable dict) and fsync: a kill leaves at most a torn last line,
+    which readers skip and :func:`cut_torn_tail` removes before the next append."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    line = record.model_dump_json() if isinstance(record, BaseModel) else json.dumps(record)
     with path.open("a", encoding="utf-8") as fh:
-        fh.write(record.model_dump_json() + "\n")
+        fh.write(line + "\n")
         fh.flush()
         os.fsync(fh.fileno())
+
+
+def cut_torn_tail(path: str | os.PathLike) -> None:
+    """Cut the partial last line a kill mid-append leaves (atomically), so the next append starts a line of its own."""
+    path = Path(path)
+    if path.exists():
+        data = path.read_bytes()
+        if data and not data.endswith(b"\n"):
+            atomic_write_text(path, data[: data.rfind(b"\n") + 1].decode("utf-8"))

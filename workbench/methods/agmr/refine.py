@@ -48,8 +48,8 @@ from workbench.attention.diagnosis import diagnose_column, entry_scale
 from workbench.attention.recording import UtilizationEpisode, utilization_episode
 from workbench.memory.base import MemoryBase, entry_diff
 from workbench.memory.tokens import memory_tokens
-from workbench.memory.trajectory import (MemoryEntry, Trajectory, append_jsonl, atomic_write_text, iter_jsonl_dicts,
-                                         read_text_utf8)
+from workbench.memory.trajectory import (MemoryEntry, Trajectory, append_jsonl, atomic_write_text,
+                                         cut_torn_tail, iter_jsonl_dicts, read_text_utf8)
 from workbench.models.registry import DEFAULT_AGENT
 
 __all__ = ["RefineConfig", "RefinementError", "Execution", "Attempt", "TaskRecord", "Refiner", "refine", "execute",
@@ -541,7 +541,7 @@ def prepare(root: Path, config: RefineConfig) -> tuple[MemoryBase, set[str]]:
     """
     base = _open_base(root, config)
     _, log_path, exec_path = _paths(root)
-    _heal(log_path)
+    cut_torn_tail(log_path)
     done = {r.task_id for r in load_log(root)}
     for rec in _recover(base, done):
         append_jsonl(log_path, rec)
@@ -549,14 +549,8 @@ def prepare(root: Path, config: RefineConfig) -> tuple[MemoryBase, set[str]]:
     kept = [d for d in rows if d.get("task_id") in done]
     if len(kept) != len(rows):
         atomic_write_text(exec_path, "".join(json.dumps(d) + "\n" for d in kept))
-    _heal(exec_path)
+    cut_torn_tail(exec_path)
     return base, done
-
-
-def _heal(path: Path) -> None:
-    """Drop a torn last line (a kill mid-append), so the next append starts on a line of its own."""
-    if path.exists() and path.stat().st_size and not read_text_utf8(path).endswith("\n"):
-        atomic_write_text(path, "".join(json.dumps(d) + "\n" for d in iter_jsonl_dicts(path)))
 
 
 def refine(config: RefineConfig, out: str | Path, *, lm: Any = None, progress: bool = True,
