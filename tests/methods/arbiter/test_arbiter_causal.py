@@ -52,7 +52,8 @@ def test_band_switch_effects_rescore_the_same_state(tiny_lm, expert):
     assert summary[f"all|{scored[0]['transition']}"]["n"] >= 1
 
 
-def test_failure_memory_ablation_rewrites_the_action_without_the_failure_items(tiny_lm, expert, tmp_path):
+def test_failure_memory_ablation_rewrites_the_action_without_the_failure_items(tiny_lm, expert, tmp_path,
+                                                                               monkeypatch):
     """At a repeated failed command the policy is replayed along the episode and the agent writes again from P_t
     as shown and without the Constraint / Episodic items that record the failure."""
     from workbench.eval.runner import RunConfig
@@ -76,3 +77,16 @@ def test_failure_memory_ablation_rewrites_the_action_without_the_failure_items(t
     assert not row["as shown|noop"] and not row["neither|noop"]  # the failure is in P_t: a constraint, an event
     summary = summarize_failure_ablation(rows)
     assert summary["neither"]["states"] == 1 and summary["as shown"]["changed_vs_shown"] == 0
+
+    # kept per episode: a second render reads it (nothing replayed); an episode played again differently is redone
+    assert failure_memory_ablation(tiny_lm, cfg, [traj, expert], cache_dir=tmp_path / "a") == rows
+    import workbench.agents.policy as policy_module
+
+    def no_replay(*a, **k):
+        raise AssertionError("replayed")
+
+    monkeypatch.setattr(policy_module, "replay", no_replay)
+    assert failure_memory_ablation(tiny_lm, cfg, [traj, expert], cache_dir=tmp_path / "a") == rows
+    other = traj.model_copy(update={"steps": (*steps[:4], Step(observation="Nothing happens.", action="inventory"))})
+    with pytest.raises(AssertionError, match="replayed"):
+        failure_memory_ablation(tiny_lm, cfg, [other], cache_dir=tmp_path / "a")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from pathlib import Path
 from statistics import mean
 
 from workbench.memory.trajectory import Trajectory
@@ -104,7 +105,8 @@ def repeated_failures(traj: Trajectory) -> list[int]:
             and normalize(traj.steps[k].action) == normalize(traj.steps[k - 1].action)]
 
 
-def failure_memory_ablation(lm, cfg, trajs: Sequence[Trajectory], per_episode: int = 1) -> list[dict]:
+def failure_memory_ablation(lm, cfg, trajs: Sequence[Trajectory], per_episode: int = 1,
+                            cache_dir: str | Path | None = None) -> list[dict]:
     """At repeated failures of written-action MemArbiter episodes: does what P_t says about the failure steer the
     command the agent writes?
 
@@ -118,6 +120,9 @@ def failure_memory_ablation(lm, cfg, trajs: Sequence[Trajectory], per_episode: i
         One row per state: ``task_id``, ``step``, ``recorded`` (the command the run wrote), and per variant
         ``<variant>``: the command written, ``<variant>|repeats``: whether it is the failed one again, and
         ``<variant>|noop``: P_t held none of the items left out (the variant is the factual prompt).
+
+    Each episode's rows are kept in ``cache_dir`` as they finish (:mod:`workbench.eval.task_cache`; None keeps
+    nothing), with the episode's actions: an episode played again differently is analysed again.
     """
     from dataclasses import replace
 
@@ -127,13 +132,23 @@ def failure_memory_ablation(lm, cfg, trajs: Sequence[Trajectory], per_episode: i
     from workbench.eval.runner import policy_for, select_tasks
     from workbench.models.generation import generate_action
 
+    from workbench.eval.task_cache import TaskCache, analysis_key
+
     tasks = {t.task_id: t for t in select_tasks(cfg)}
+    cache = TaskCache(cache_dir, "failure_ablation", analysis_key(
+        lm, memory=cfg.memory, budget=cfg.budget, ablation=cfg.ablation, decode=cfg.decode, split=cfg.split,
+        per_episode=per_episode))
     agent = Agent.from_model(lm)
     rows: list[dict] = []
     for traj in trajs:
         steps = repeated_failures(traj)[:per_episode]
         if not steps or traj.task_id not in tasks:
             continue
+        actions = [s.action for s in traj.steps]
+        if (done := cache.get(traj.task_id)) is not None and done["actions"] == actions:
+            rows += done["rows"]
+            continue
+        mine: list[dict] = []
         for k, step, history, block in replay(policy_for(cfg), tasks[traj.task_id], traj):
             if k > max(steps):
                 break
@@ -148,7 +163,9 @@ def failure_memory_ablation(lm, cfg, trajs: Sequence[Trajectory], per_episode: i
                     action = generate_action(lm, list(prompt.tokens), [failed]).parsed
                     row[name] = action
                     row[f"{name}|repeats"] = normalize(action) == normalize(failed)
-                rows.append(row)
+                mine.append(row)
+        cache.put(traj.task_id, {"actions": actions, "rows": mine})
+        rows += mine
     return rows
 
 
