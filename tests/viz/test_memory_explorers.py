@@ -48,3 +48,23 @@ def test_proactive_view_replays_the_bank(expert):
     assert set(last["bank"]) == set(pol.bank.entries)  # the calls, replayed, give the policy's own bank
     assert last["trigger"] == "interval" and last["action"] == expert.steps[-1].action
     assert "workbench-proactive-explorer" in proactive_explorer([traj])._dom_classes
+
+
+def test_proactive_view_shows_both_kinds_of_counterfactual(expert):
+    """A scoring agent's re-score shows p with and without; a writing agent's shows what it wrote without."""
+    from workbench.agents.counterfactual import reminder_effect, written_reminder_effect
+    from workbench.viz.memory_explorers import _proactive_html
+
+    traj, _ = replayed(ProactivePolicy(), expert)
+    k, action = 1, expert.steps[1].action
+    reminder = f"Do not repeat '{action}'."
+    steps = [dict(r) for r in traj.meta["steps"]]
+    steps[k]["proactive"] = {**steps[k]["proactive"], "reminder": reminder}
+    steps[k] |= {"reminder": reminder, "reminder_effect": reminder_effect(reminder, [action, "look"], [0.6, 0.4],
+                                                                         [0.3, 0.7])}
+    html = _proactive_html(traj.model_copy(update={"meta": {**traj.meta, "steps": steps}}), k)
+    assert "with the reminder 0.600, without 0.300" in html and "would choose <code>look</code> (changed)" in html
+    assert "followed: False" in html  # it warned against the action taken
+    steps[k]["reminder_effect"] = written_reminder_effect(reminder, [action, "look"], action, "inventory")
+    html = _proactive_html(traj.model_copy(update={"meta": {**traj.meta, "steps": steps}}), k)
+    assert "p(" not in html and "would write <code>inventory</code> (changed)" in html

@@ -24,6 +24,11 @@ The summaries (``workbench.eval.interventions``, the notebook's tables, the expl
 the stored ``mentions``, the reminder and the action with :func:`follows`, so records written under an older rule
 are judged by the current one.
 
+An agent that writes its action (``decode`` generate / generate-verbatim) has no distribution over the commands:
+at its reminder steps the loop writes the action again from the prompt without the reminder
+(:func:`written_reminder_effect`: ``written``, ``action_without``, ``changed``, ``mentions``, ``followed``; the
+same rule, the written commands compared case- and space-insensitively).
+
 p_action - p_action_without is biased upward: the action is the argmax *with* the reminder, so even an
 irrelevant sentence shows a positive mean; p_alt_without - p_alt_with is biased the same way for the other
 choice. ``tv`` is symmetric and selection-free: the summary reports all three.
@@ -37,7 +42,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-__all__ = ["reminder_effect", "mentioned_commands", "named_commands", "follows", "is_warning"]
+__all__ = ["reminder_effect", "written_reminder_effect", "mentioned_commands", "named_commands", "follows",
+           "is_warning"]
 
 _WARN = re.compile(r"\b(stop|avoid|already|failed|fails|do not|don't|never)\b", re.I)
 
@@ -58,12 +64,24 @@ def is_warning(reminder: str) -> bool:
     return bool(_WARN.search(reminder))
 
 
+def _norm(command: str) -> str:
+    return " ".join(command.lower().split())
+
+
 def follows(reminder: str, action: str, mentions: Sequence[str]) -> bool | None:
     """Did ``action`` do what the reminder said (the module docstring's rule)? None when it names no command."""
-    named = named_commands(reminder, mentions)
+    named = {_norm(c) for c in named_commands(reminder, mentions)}
     if not named:
         return None
-    return (action not in named) if is_warning(reminder) else (action in named)
+    return (_norm(action) not in named) if is_warning(reminder) else (_norm(action) in named)
+
+
+def written_reminder_effect(reminder: str, admissible: Sequence[str], action: str, action_without: str) -> dict:
+    """The record of one reminder for an agent that writes its action: ``action`` written with the reminder,
+    ``action_without`` written from the same prompt without it (greedy both times)."""
+    mentions = mentioned_commands(reminder, admissible)
+    return {"written": True, "action_without": action_without, "changed": _norm(action) != _norm(action_without),
+            "mentions": mentions, "followed": follows(reminder, action, mentions)}
 
 
 def reminder_effect(reminder: str, admissible: Sequence[str], probs_with: Sequence[float],

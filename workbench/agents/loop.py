@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Protocol
 
-from workbench.agents.counterfactual import reminder_effect
+from workbench.agents.counterfactual import reminder_effect, written_reminder_effect
 from workbench.agents.policy import MemoryBlock, MemoryPolicy
 from workbench.envs.base import Environment, Task
 from workbench.envs.normalize import split_initial_observation
@@ -162,6 +162,11 @@ class Agent:
                 verbatim = self.decode == "generate-verbatim"
                 action, thought = (gen.parsed if verbatim else gen.action), gen.thought
                 record.update(generated=gen.text, parsed_action=gen.parsed, exact_parse=gen.exact)
+                if block.reminder:  # what the reminder did: the same prompt without it, written again
+                    bare = self.build_prompt(replace(block, reminder=None), room, goal, history, obs)
+                    again = generate_action(self.scorer.lm, bare.tokens, admissible)
+                    record["reminder_effect"] = written_reminder_effect(
+                        block.reminder, admissible, action, again.parsed if verbatim else again.action)
             else:
                 scored = self.decide(prompt, admissible, instruments)
                 action = admissible[scored.best]

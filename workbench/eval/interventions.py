@@ -6,12 +6,14 @@
     reminder_o200k              mean o200k tokens of a reminder; reminder_tokens: mean in the action model's tokens
     memory_calls_per_episode    requests to the memory agent's backend, per episode
     latency_ms_per_call         mean wall time of one such request (the only timing in a run's records)
-    reminder_effect             the counterfactual re-score of every reminder step (``agents.counterfactual``):
-                                mean p(action) with minus without the reminder (biased upward: the action is
-                                the argmax with it), the selection-free mean total-variation distance and the
-                                other choice's side, share of choices it changed, share followed (of the
-                                reminders that name an admissible command; judged here by the current rule,
-                                ``agents.counterfactual.follows``, not read from the record)
+    reminder_effect             the counterfactual of every reminder step (``agents.counterfactual``): for an
+                                agent that scores, mean p(action) with minus without the reminder (biased
+                                upward: the action is the argmax with it), the selection-free mean
+                                total-variation distance and the other choice's side; for every agent (one that
+                                writes its action writes it again without the reminder), the share of choices
+                                it changed and the share followed (of the reminders that name an admissible
+                                command; judged here by the current rule, ``agents.counterfactual.follows``, not
+                                read from the record)
 """
 
 from __future__ import annotations
@@ -52,10 +54,12 @@ def intervention_metrics(trajs: Sequence[Trajectory]) -> dict | None:
 
 def _effects(effects: list[dict]) -> dict:
     judged = [e["followed"] for e in effects if e["followed"] is not None]
-    alt = [e for e in effects if "p_alt_with" in e]  # records written before the selection-free fields lack them
+    scored = [e for e in effects if "p_action" in e]  # a written action (``written``) has no distribution
+    alt = [e for e in scored if "p_alt_with" in e]  # records written before the selection-free fields lack them
     # how flat the choice was without the reminder: near-ties flip on small moves, which "changed" alone hides
-    return {"n": len(effects), "mean_delta_p": mean(e["p_action"] - e["p_action_without"] for e in effects),
-            "median_p_action_without": median(e["p_action_without"] for e in effects),
+    return {"n": len(effects),
+            **({"mean_delta_p": mean(e["p_action"] - e["p_action_without"] for e in scored),
+                "median_p_action_without": median(e["p_action_without"] for e in scored)} if scored else {}),
             **({"mean_delta_p_alt": mean(e["p_alt_without"] - e["p_alt_with"] for e in alt),
                 "mean_tv": mean(e["tv"] for e in alt)} if alt else {}),
             "changed": mean(bool(e["changed"]) for e in effects),

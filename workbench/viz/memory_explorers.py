@@ -141,9 +141,13 @@ def _proactive_html(t: Trajectory, k: int) -> str:
     said = (f"<p class='reminder'><b>Reminder:</b> {escape(v['reminder'])}</p>" if v["reminder"] else
             "<p class='silence'><b>Silent</b> (explicit null)</p>" if v["silent"] else "<p>not triggered</p>")
     eff = v["effect"]
-    effect = (f"<p>p(<code>{escape(v['action'])}</code>) with the reminder {eff['p_action']:.3f}, without "
-              f"{eff['p_action_without']:.3f}; without it the agent would choose <code>{escape(eff['action_without'])}"
-              f"</code>{' (changed)' if eff['changed'] else ''}; followed: {eff['followed']}</p>") if eff else ""
+    effect = ""
+    if eff:
+        scores = (f"p(<code>{escape(v['action'])}</code>) with the reminder {eff['p_action']:.3f}, without "
+                  f"{eff['p_action_without']:.3f}; " if "p_action" in eff else "")
+        effect = (f"<p>{scores}without it the agent would {'write' if eff.get('written') else 'choose'} "
+                  f"<code>{escape(eff['action_without'])}</code>{' (changed)' if eff['changed'] else ''}; "
+                  f"followed: {eff['followed']}</p>")
     calls = "".join(f"<li><code>{escape(c['name'])}</code> {escape(str(c['arguments']))}</li>" for c in v["calls"])
     bank = "".join(f"<li>[{escape(i)}] {escape(c)}</li>" for i, c in v["bank"].items())
     return (f"<p><b>step {k}</b> · trigger {v['trigger']} · action <code>{escape(v['action'])}</code></p>{said}{effect}"

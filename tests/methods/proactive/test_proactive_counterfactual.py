@@ -70,3 +70,16 @@ def test_intervention_metrics_judge_followed_by_the_current_rule():
                    steps=(Step(observation="o", action="look"), Step(observation="o", action="go to desk 1")))
     eff = intervention_metrics([t])["reminder_effect"]
     assert (eff["n"], eff["n_judged"], eff["followed"]) == (2, 1, 0.0)  # look is unquoted; the warning was ignored
+
+
+def test_written_reminder_effect_compares_what_was_written():
+    from workbench.agents.counterfactual import written_reminder_effect
+    from workbench.eval.interventions import _effects
+
+    warn = "'open drawer 1' did nothing before; do not repeat it."
+    e = written_reminder_effect(warn, ADM, "Open  Drawer 1", "open drawer 1")
+    assert e == {"written": True, "action_without": "open drawer 1", "changed": False, "mentions": ["open drawer 1"],
+                 "followed": False}  # case and spacing are not a change; writing it again ignores the warning
+    e2 = written_reminder_effect(warn, ADM, "go to shelf 10", "open drawer 1")
+    assert e2["changed"] and e2["followed"] is True
+    assert _effects([e, e2]) == {"n": 2, "changed": 0.5, "followed": 0.5, "n_judged": 2}  # no p fields to average

@@ -41,3 +41,45 @@ def test_cli_run(tiny_model_dir, tmp_path, memory, extra):
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["interventions"]["interventions_per_episode"] == shown / 2
     assert json.loads((out / "teacher_forced.json").read_text())["result"]["n_steps"] > 0
+
+
+def test_an_agent_that_writes_its_action_writes_it_again_without_the_reminder(tiny_lm, monkeypatch):
+    """``decode=generate-verbatim``: at a reminder step the loop writes the action a second time from the same
+    prompt without the reminder line, and records what it wrote (no distribution: no p fields)."""
+    import workbench.agents.loop as loop
+    from workbench.agents.counterfactual import follows
+    from workbench.envs.alfworld import ALFWorldEnv
+    from workbench.eval.interventions import intervention_metrics
+    from workbench.eval.runner import RunConfig, build_policy, select_tasks
+
+    calls = []
+    real = loop.generate_action
+
+    def spy(lm, tokens, admissible, **kw):
+        gen = real(lm, tokens, admissible, **kw)
+        calls.append((list(tokens), gen.parsed))
+        return gen
+
+    monkeypatch.setattr(loop, "generate_action", spy)
+    task = select_tasks(RunConfig(out="-", split="valid_unseen", tasks="0:1", memory="none"))[0]
+    env = ALFWorldEnv(max_steps=3)
+    try:
+        traj = loop.Agent.from_model(tiny_lm, decode="generate-verbatim").run(
+            env, task, build_policy("proactive-always"), max_steps=3).trajectory
+    finally:
+        env.close()
+    tok = tiny_lm.tokenizer
+    k = 0
+    for step, rec in zip(traj.steps, traj.meta["steps"]):
+        assert rec["reminder"]  # always-on: a reminder at every trigger
+        (with_tokens, written), (bare_tokens, again) = calls[k], calls[k + 1]
+        k += 2
+        assert written == step.action == rec["parsed_action"]
+        assert rec["reminder"] in tok.decode(with_tokens) and rec["reminder"] not in tok.decode(bare_tokens)
+        eff = rec["reminder_effect"]
+        assert eff["written"] and "p_action" not in eff and eff["action_without"] == again
+        assert eff["changed"] == (" ".join(again.lower().split()) != " ".join(written.lower().split()))
+        assert eff["followed"] == follows(rec["reminder"], step.action, eff["mentions"])
+    assert k == len(calls) == 2 * len(traj.steps)
+    summary = intervention_metrics([traj])["reminder_effect"]
+    assert summary["n"] == len(traj.steps) and "mean_delta_p" not in summary and 0 <= summary["changed"] <= 1
