@@ -174,6 +174,7 @@ eval-methods-v2: install
 	$(EVAL) grids/arbiter_verbatim_valid_unseen.yaml --set model=$(V2) --out $(EVAL_RUNS)/05_arbiter/$(V2)
 	$(EVAL) grids/proactive_valid_unseen.yaml --set model=$(V2) --out $(EVAL_RUNS)/06_proactive/$(V2) \
 		--adopt-from $(EVAL_RUNS)/01_baselines
+	$(EVAL) grids/proactive_verbatim_valid_unseen.yaml --set model=$(V2) --out $(EVAL_RUNS)/06_proactive/$(V2)
 	OMP_NUM_THREADS=1 $(BIN)/workbench reproduce --profile full --dtype $(EVAL_DTYPE) --notebooks 04_agmr 05_arbiter \
 		06_proactive
 

@@ -73,3 +73,21 @@ def test_the_written_action_grid_is_notebook_05s_full_profile(model, dtype, root
     assert all(c.decode == "generate-verbatim" and c.budget == 500 for c in grid.configs)
     main = load_grid(ROOT / "grids" / "arbiter_valid_unseen.yaml", out=f"{root}/05_arbiter/{model}")
     assert not set(grid.names) & set(main.names)  # one model folder, no folder of the other grid's
+
+
+@pytest.mark.parametrize("model,dtype,root", [("smollm2-135m-alfworld", "float32", "runs/full"),
+                                              ("smollm2-135m-alfworld-v2", "bfloat16", "runs/full-bfloat16")])
+def test_the_proactive_written_action_grid_is_notebook_06s_full_profile(model, dtype, root):
+    """The proactive agent where commands fail: the grid plays the folders notebook 06 reads (verbatim_tasks of the
+    full profile) with the same same-memory pair, beside the main grid's in the same model folder."""
+    from workbench.methods.proactive.experiments import verbatim_configs
+
+    tasks = PROFILES["full"]["06_proactive"]["verbatim_tasks"]
+    grid = load_grid(ROOT / "grids" / "proactive_verbatim_valid_unseen.yaml", out=f"{root}/06_proactive/{model}",
+                     overrides=parse_overrides([f"model={model}", f"dtype={dtype}"]))
+    expected = verbatim_configs(model, "valid_unseen", tasks, 50, f"{root}/06_proactive", dtype=dtype)
+    assert {c.out: c.identity() for c in grid.configs} == {c.out: c.identity() for c in expected}
+    assert all(c.decode == "generate-verbatim" for c in grid.configs)
+    assert sorted(grid.same_memory) == sorted((Path(c.out).name, Path(r.out).name) for c, r in silent_pairs(expected))
+    main = load_grid(ROOT / "grids" / "proactive_valid_unseen.yaml", out=f"{root}/06_proactive/{model}")
+    assert not set(grid.names) & set(main.names)

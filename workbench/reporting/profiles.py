@@ -23,7 +23,7 @@ PROFILES: dict[str, dict[str, dict]] = {
         "04_agmr": {"refine_tasks": "0:1", "eval_tasks": "0:1", "max_steps": 3},
         "05_arbiter": {"tasks": "0:1", "max_steps": 3, "attention_tasks": "0:1", "switch_tasks": "0:1",
                        "steps_per_task": 2, "verbatim_tasks": "0:1", "sensitivity_tasks": "0:1"},
-        "06_proactive": {"tasks": "0:1", "max_steps": 3, "attention_tasks": "0:1"},
+        "06_proactive": {"tasks": "0:1", "max_steps": 3, "attention_tasks": "0:1", "verbatim_tasks": "0:1"},
     },
     "default": {
         # Both models. Episodes on 4 tasks spread over the sorted list (the untrained model plays all 50
@@ -49,7 +49,8 @@ PROFILES: dict[str, dict[str, dict]] = {
                        "switch_tasks": "0:134:67", "steps_per_task": 4, "verbatim_tasks": None,
                        "sensitivity_tasks": None},
         # the action agent alone and 5 proactive conditions on 2 tasks; reminder attention on 1 episode.
-        "06_proactive": {"tasks": "0:134:67", "max_steps": 50, "workers": 2, "attention_tasks": "0:1"},
+        "06_proactive": {"tasks": "0:134:67", "max_steps": 50, "workers": 2, "attention_tasks": "0:1",
+                         "verbatim_tasks": None},
     },
     "full": {
         # Episodes and teacher forcing of all conditions as one job list over two worker processes (one per core;
@@ -71,7 +72,8 @@ PROFILES: dict[str, dict[str, dict]] = {
         "05_arbiter": {"tasks": "all", "max_steps": 50, "workers": 2, "attention_tasks": "0:134:7",
                        "switch_tasks": "0:134:7", "steps_per_task": 6, "verbatim_tasks": "0:134:7",
                        "sensitivity_tasks": "0:134:4"},
-        "06_proactive": {"tasks": "all", "max_steps": 50, "workers": 2, "attention_tasks": "0:134:7"},
+        "06_proactive": {"tasks": "all", "max_steps": 50, "workers": 2, "attention_tasks": "0:134:7",
+                         "verbatim_tasks": "0:134:7"},
     },
 }
 

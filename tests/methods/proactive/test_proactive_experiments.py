@@ -120,3 +120,36 @@ def test_reminders_by_kind_and_the_tasks_where_the_memory_agent_spoke():
     assert (spoke["shown something"], spoke["never shown anything"]) == (2, 1)  # t2: silent throughout
     assert (spoke["success_% where shown"], spoke["none success_% there"]) == (50, 0)
     assert (spoke["only this"], spoke["only none"], spoke["p_mcnemar"]) == (1, 0, 1.0)
+
+
+def test_written_action_table_reads_failures_and_what_the_warning_did():
+    """Failures, recovery and repetition per run, and after a failed command: repeated with the warning vs
+    written again without it (the same prompt without the reminder)."""
+    from workbench.agents.counterfactual import written_reminder_effect
+    from workbench.memory.trajectory import Step, Trajectory
+    from workbench.methods.proactive.experiments import written_action_table
+
+    bad, nothing = "open drawer 9", "Nothing happens."
+
+    def episode(actions, observations, reminders, success=False):
+        steps = tuple(Step(observation=o, action=a) for a, o in zip(actions, observations))
+        recs = []
+        for k, text in enumerate(reminders):
+            rec = {"proactive": {"reminder": text}}
+            if text:
+                rec |= {"reminder": text, "reminder_effect": written_reminder_effect(text, [bad], actions[k], bad)}
+            recs.append(rec)
+        return Trajectory(task_id="t1", goal="g", success=success, steps=steps,
+                          meta={"steps": recs, "final_observation": "ok"})
+
+    none = episode([bad, bad, "look"], ["start", nothing, nothing], [None, None, None])
+    warn = f"'{bad}' did nothing before; do not repeat it."
+    pro = episode([bad, "look", "look"], ["start", nothing, "room"], [None, warn, None], success=True)
+    table = written_action_table({"none-verbatim": ([none], {}, {}), "proactive-verbatim": ([pro], {}, {})})
+    assert table.loc["none-verbatim", "failed_executions"] == 2 and table.loc["proactive-verbatim", "failed_executions"] == 1
+    assert table.loc["none-verbatim", "failed_action_repetition_own"] == 0.5  # repeated once, then looked
+    assert table.loc["proactive-verbatim", "failed_action_repetition_own"] == 0.0
+    assert table.loc["proactive-verbatim", "common (1 tasks): one_step_recovery"] == 1.0
+    row = table.loc["proactive-verbatim"]
+    assert (row["reminders after a failure"], row["repeats the failed command with the reminder"], row["without it"]) == (1, 0, 1)
+    assert table.loc["none-verbatim", "reminders after a failure"] == 0 and row["success_%"] == 100

@@ -11,7 +11,7 @@ from statistics import mean
 
 from .variants import list_variants
 
-__all__ = ["proactive_configs", "silent_pairs", "intervention_table", "reminder_attention", "placebo_prompt",
+__all__ = ["proactive_configs", "verbatim_configs", "written_action_table", "VERBATIM", "silent_pairs", "intervention_table", "reminder_attention", "placebo_prompt",
            "PLACEBO_TEXT", "named_commands", "reminder_kind", "reminder_kinds", "spoken_tasks"]
 
 #: Variants that show the action agent nothing until the memory agent speaks: where it stays silent for a whole
@@ -32,6 +32,65 @@ def proactive_configs(model: str, split: str, tasks: str, max_steps: int, root: 
         cfgs.append(RunConfig(out=str(out / v), memory=v, interval=interval, triggers=tuple(triggers),
                               **({"backend": backend} if backend else {}), **common))
     return cfgs
+
+
+#: The folder suffix of the written-action runs (:func:`verbatim_configs`).
+VERBATIM = "verbatim"
+
+
+def verbatim_configs(model: str, split: str, tasks: str, max_steps: int, root: str | Path,
+                     variants: Sequence[str] = ("proactive",), interval: int = 1, triggers: Sequence[str] = (),
+                     dtype: str = "float32", backend: str | None = None) -> list:
+    """The action agent alone and the method with the actions written by the model and executed as written
+    (``decode="generate-verbatim"``), in folders ``<condition>-verbatim``.
+
+    A scoring agent picks admissible commands, which ALFWorld always executes: it never fails a command, so the
+    memory agent's rule for a known dead end (a command that failed before) never fires. An agent that writes its
+    action fails commands ("Nothing happens.") and repeats them; there the memory agent's warnings can matter. At
+    every reminder step the loop also writes the action again without the reminder
+    (:func:`workbench.agents.counterfactual.written_reminder_effect`)."""
+    from dataclasses import replace
+
+    return [replace(c, out=f"{c.out}-{VERBATIM}", decode="generate-verbatim")
+            for c in proactive_configs(model, split, tasks, max_steps, root, variants=variants, interval=interval,
+                                       triggers=triggers, dtype=dtype, backend=backend)]
+
+
+def written_action_table(runs: dict):
+    """The written-action runs (:func:`verbatim_configs`), one row per condition: success and steps; failed
+    executions and the tasks with any; one-step recovery and failed-action repetition over each run's own failure
+    tasks and over the tasks every run failed a command on (``common``; :mod:`workbench.eval.behaviour`); adjacent
+    repetition; and at the reminder steps that follow a failed command, how often the agent wrote the failed
+    command again with the reminder and how often it would have without it (the same prompt written again
+    without the reminder line). ``runs``: condition -> :func:`~workbench.eval.runner.load_run`."""
+    import pandas as pd
+
+    from workbench.envs.alfworld_text import normalize
+    from workbench.eval.behaviour import common_failure_rates, failures, own_failure_rates, recurrence_rates
+
+    trajs = {n: r[0] for n, r in runs.items()}
+    common = common_failure_rates(trajs)
+    rows = {}
+    for name, ts in trajs.items():
+        after = []  # (repeated with the reminder, would have repeated without it) after a failed command
+        for t in ts:
+            failed = set(failures(t))
+            for k, (step, rec) in enumerate(zip(t.steps, t.meta.get("steps", []))):
+                eff = rec.get("reminder_effect")
+                if eff is None or k - 1 not in failed or "action_without" not in eff:
+                    continue
+                prev = normalize(t.steps[k - 1].action)
+                after.append((normalize(step.action) == prev, normalize(eff["action_without"]) == prev))
+        own = own_failure_rates(ts)
+        rows[name] = {"episodes": len(ts), "success_%": 100 * mean(t.success for t in ts) if ts else None,
+                      "avg_steps": mean(t.n_steps for t in ts) if ts else None, **own,
+                      f"common ({len(common['tasks'])} tasks): one_step_recovery": common[name]["one_step_recovery"],
+                      "common: failed_action_repetition": common[name]["failed_action_repetition"],
+                      "adjacent_repetition": recurrence_rates(ts)["adjacent_repetition"],
+                      "reminders after a failure": len(after),
+                      "repeats the failed command with the reminder": mean(a for a, _ in after) if after else None,
+                      "without it": mean(b for _, b in after) if after else None}
+    return pd.DataFrame.from_dict(rows, orient="index")
 
 
 def silent_pairs(cfgs: Sequence) -> list[tuple]:
