@@ -170,7 +170,8 @@ eval-methods-v2: install
 		--tasks 0:140:7 --max-pairs 30 --out $(EVAL_RUNS)/heads/$(V2).json --save-default
 	$(MAKE) -j2 refine-v2-agmr refine-v2-no-agr
 	$(EVAL) grids/agmr_valid_unseen.yaml --adopt-from $(EVAL_RUNS)/01_baselines
-	$(EVAL) grids/arbiter_valid_unseen.yaml --set model=$(V2) --out $(EVAL_RUNS)/05_arbiter/$(V2)
+	$(EVAL) grids/arbiter_valid_unseen.yaml --set model=$(V2) --out $(EVAL_RUNS)/05_arbiter/$(V2) \
+		--adopt-from $(EVAL_RUNS)/01_baselines
 	$(EVAL) grids/arbiter_verbatim_valid_unseen.yaml --set model=$(V2) --out $(EVAL_RUNS)/05_arbiter/$(V2)
 	$(EVAL) grids/proactive_valid_unseen.yaml --set model=$(V2) --out $(EVAL_RUNS)/06_proactive/$(V2) \
 		--adopt-from $(EVAL_RUNS)/01_baselines

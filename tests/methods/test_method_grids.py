@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from workbench.eval.sweep import load_grid, parse_overrides
-from workbench.methods.arbiter.experiments import arbiter_configs, budget_pairs, sensitivity_configs
+from workbench.methods.arbiter.experiments import arbiter_configs, budget_pairs, reference_configs, sensitivity_configs
 from workbench.methods.proactive.experiments import proactive_configs, silent_pairs
 from workbench.reporting.profiles import PROFILES
 
@@ -15,10 +15,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def notebook_05_configs(model, split, tasks, max_steps, root, dtype):
-    """Notebook 05's runs under PROFILE=full: Tables 2 and 4, and the budget-sensitivity runs on their slice."""
+    """Notebook 05's runs under PROFILE=full: Tables 2 and 4, the budget-sensitivity runs on their slice, and the
+    action agent alone (the reference row)."""
     slice_ = PROFILES["full"]["05_arbiter"]["sensitivity_tasks"]
     return (arbiter_configs(model, split, tasks, max_steps, root, dtype=dtype)
-            + sensitivity_configs(model, split, slice_, max_steps, root, dtype=dtype))
+            + sensitivity_configs(model, split, slice_, max_steps, root, dtype=dtype)
+            + reference_configs(model, split, tasks, max_steps, root, dtype=dtype))
 
 
 GRIDS = {"arbiter_valid_unseen.yaml": ("05_arbiter", notebook_05_configs),

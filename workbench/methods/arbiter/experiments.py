@@ -23,7 +23,7 @@ from pathlib import Path
 
 __all__ = ["arbiter_configs", "verbatim_configs", "verbatim_behaviour_table", "condition_name", "item_attention",
            "band_switches", "behaviour_table", "budget_pairs", "ADOPT_ACROSS_BUDGETS", "sensitivity_configs",
-           "budget_sensitivity", "SENSITIVITY_BUDGETS"]
+           "budget_sensitivity", "SENSITIVITY_BUDGETS", "reference_configs", "REFERENCE"]
 
 VERBATIM = "verbatim"
 
@@ -141,6 +141,21 @@ def arbiter_configs(model: str, split: str, tasks: str, max_steps: int, root: st
 
 
 METHODS = ("arbiter", "flat-retrieval", "flat-recency")
+
+#: The folder of the reference run: the action agent alone with its raw history (the ReAct layout, no P_t).
+REFERENCE = "none"
+
+
+def reference_configs(model: str, split: str, tasks: str, max_steps: int, root: str | Path, dtype: str = "float32",
+                      decode: str = "score") -> list:
+    """The action agent alone, with the raw history in its prompt (ReAct, ``memory="none"``), on the same tasks,
+    model, dtype and decode: not a row of the paper's tables, but what every working-memory method replaces. A
+    flat block below it means that block is worse than no arbitration at all for this agent. Notebook 05 reads
+    notebook 01's episodes of the same parameters (adopted) instead of playing them again."""
+    from workbench.eval.runner import RunConfig
+
+    return [RunConfig(out=str(Path(root) / model / REFERENCE), memory="none", split=split, tasks=tasks, model=model,
+                      max_steps=max_steps, dtype=dtype, teacher_forcing=False, decode=decode)]
 
 
 def verbatim_configs(model: str, split: str, tasks: str, max_steps: int, root: str | Path, budget: int = 500,
