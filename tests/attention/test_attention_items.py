@@ -34,6 +34,11 @@ def test_planted_rows_give_the_formula(tiny_lm):
     assert fa["episodic"]["focal_higher"] == 1.0 and fa["episodic"]["steps"] == 1
     assert fa["episodic"]["focal_u"] == got["E1"]["u"] and fa["episodic"]["ambient_u"] == got["E2"]["u"]
     assert fa["episodic"]["focal_tokens"] == got["E1"]["tokens"] > fa["episodic"]["ambient_tokens"]
+    assert (fa["episodic"]["focal_items"], fa["episodic"]["ambient_items"]) == (1, 1)
+    # a bank shown in one band only is listed, with no within-step comparison
+    alone = focal_vs_ambient([{**got["E1"], "bank": "goal", "step": 0}, {**got["E2"], "bank": "goal", "step": 1}])
+    assert alone["goal"]["steps"] == 0 and alone["goal"]["focal_u_token"] is None
+    assert (alone["goal"]["focal_items"], alone["goal"]["ambient_items"]) == (1, 1)
     with pytest.raises(ValueError, match="outside"):
         span_utilization(step, 0, n + 1)
 

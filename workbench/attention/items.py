@@ -54,15 +54,24 @@ def focal_vs_ambient(rows: Sequence[dict]) -> dict:
     same): the mean u_token (attention per token: density) of focal and of ambient items and how often focal's is
     higher; the mean u (the item's whole attention mass) of each and how often focal's is higher; and each band's
     mean length in tokens. A focal item is longer than its ambient rendering, so per token it can be read less
-    while as a whole it is read more: the two columns answer different questions."""
+    while as a whole it is read more: the two columns answer different questions.
+
+    Every bank shown is listed with its item-steps per band (``focal_items``, ``ambient_items``): a bank whose
+    items the gate never shows in both bands at one step (``steps`` 0, the comparison columns None) has no
+    within-step answer here; the band-switch re-score (``methods.arbiter.causal``) moves its items instead."""
     by = defaultdict(lambda: defaultdict(lambda: {"F": [], "A": []}))
     for r in rows:
         if r["band"] in ("F", "A") and r["bank"]:
             by[r["bank"]][r["step"], r.get("task_id")][r["band"]].append(r)
     out = {}
     for bank, steps in sorted(by.items()):
+        counts = {"focal_items": sum(len(v["F"]) for v in steps.values()),
+                  "ambient_items": sum(len(v["A"]) for v in steps.values())}
         both = [(v["F"], v["A"]) for v in steps.values() if v["F"] and v["A"]]
         if not both:
+            out[bank] = {"steps": 0, **dict.fromkeys(("focal_u_token", "ambient_u_token", "focal_higher", "focal_u",
+                                                      "ambient_u", "focal_u_higher", "focal_tokens",
+                                                      "ambient_tokens")), **counts}
             continue
 
         def per_step(key):
@@ -74,7 +83,7 @@ def focal_vs_ambient(rows: Sequence[dict]) -> dict:
                      "focal_u": mean(f for f, _ in mass), "ambient_u": mean(a for _, a in mass),
                      "focal_u_higher": mean(f > a for f, a in mass),
                      "focal_tokens": mean(f for f, _ in per_step("tokens")),
-                     "ambient_tokens": mean(a for _, a in per_step("tokens"))}
+                     "ambient_tokens": mean(a for _, a in per_step("tokens")), **counts}
     return out
 
 
