@@ -331,12 +331,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--task-types", nargs="*", help="pick look clean heat cool pick_two")
     r.add_argument("--memory", default="traj",
                    help="none | icl | traj | arbiter | flat-recency | flat-retrieval | proactive | proactive-passive | "
-                   "proactive-always | proactive-advisor | proactive-retrieval | awm; the memory controls "
+                   "proactive-always | proactive-advisor | proactive-retrieval | awm | dc-rs; the memory controls "
                    "other_type (another task type's trajectory) | random_same (a random same-type one)")
     r.add_argument("--budget", type=int, help="memory block budget in o200k tokens (arbiter, flat-*; default 500)")
     r.add_argument("--ablation", help="a MemArbiter ablation: no-banks | no-signals | no-gate")
     r.add_argument("--backend", help="LLM backend of a method's memory stages: the arbiter's state parser and "
-                   "writer, the proactive memory agent (default offline-alfworld: the deterministic ALFWorld "
+                   "writer, the proactive memory agent, AWM's induction, DC-RS's curator (default offline-alfworld: the deterministic ALFWorld "
                    "algorithms; openai; local)")
     r.add_argument("--record-admissible", action="store_true",
                    help="keep each step's admissible commands in the records (on-policy training data)")
@@ -347,7 +347,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="an argument of --backend, e.g. base_url=http://127.0.0.1:8080/v1 (repeatable)")
     r.add_argument("--model", default=DEFAULT_AGENT, help=MODEL_HELP)
     r.add_argument("--retriever", default="minilm", help="minilm | bm25")
-    r.add_argument("--memory-base", metavar="DIR", help="the memory base icl / traj / awm read (e.g. one `workbench "
+    r.add_argument("--memory-base", metavar="DIR", help="the memory base icl / traj / awm / dc-rs read (e.g. one `workbench "
                    "refine` wrote); default: the valid_train expert trajectories")
     r.add_argument("--adopt-from", metavar="RUN_DIR", help="take the episodes RUN_DIR already played with the same "
                    "parameters (teacher forcing and the slice aside) instead of playing them; over another memory "

@@ -6,6 +6,7 @@ import pytest
 from llm_cases import EXPERT_PLAN, GOAL, ROOM, failed_run, memory_clean_tomato, successful_run
 
 from workbench.llm import (
+    CurateInput,
     DirectFailureEditInput,
     DirectSuccessEditInput,
     FailureRefinerInput,
@@ -45,6 +46,7 @@ def payloads() -> dict[str, object]:
         "reflector_edit_failure": DirectFailureEditInput(memory=mem, reflection=refl),
         "reflector_edit_success": DirectSuccessEditInput(memory=mem, reflection=SuccessReflection(redundant_segments=())),
         "awm_induce": WorkflowInput(task_type="clean", examples=(mem,)),
+        "dc_curate": CurateInput(goal=GOAL, task_type="clean", examples=(mem,)),
         "arbiter_writer": WriterInput(goal=GOAL, step=0, observation=ROOM),
         "arbiter_state_parser": StateParserInput(goal=GOAL, observation=fail.steps[1].observation,
                                                  history=fail.steps[:1]),

@@ -32,6 +32,7 @@ from .inputs import (
     StateParserInput,
     SuccessRefinerInput,
     WorkflowInput,
+    CurateInput,
     WriterInput,
 )
 from .local import LocalBackend
@@ -55,6 +56,8 @@ from .schemas import (
     SegmentEdit,
     SuccessReflection,
     Workflow,
+    Cheatsheet,
+    CheatsheetEntry,
 )
 from .scripted import ScriptedBackend
 from .stages import Stage, get_stage, list_stages, register_stage, render_stage, run_stage
@@ -79,7 +82,7 @@ __all__ = [
     "Refinement", "PATTERNS", "BANKS", "CandidateItem", "CandidateWrites", "ParsedState", "Intervention",
     "RetrievalAnalyzerInput", "ReflectorInput", "FailureRefinerInput", "SuccessRefinerInput", "WriterInput",
     "StateParserInput", "ProactiveInput", "BankView", "BankEntry", "DirectFailureEditInput", "DirectSuccessEditInput",
-    "WorkflowInput", "DirectEdit", "Workflow",
+    "WorkflowInput", "DirectEdit", "Workflow", "CurateInput", "Cheatsheet", "CheatsheetEntry",
     "PROACTIVE_TOOLS", "format_text_tool_call", "text_tool_instructions",
     "apply_segment_edits", "parse_segment_text", "segment_text", "SegmentEditError",
     # errors

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from workbench.memory.trajectory import MemoryEntry, Step, Trajectory
 
-from .schemas import FailureReflection, ParsedState, SuccessReflection
+from .schemas import Cheatsheet, FailureReflection, ParsedState, SuccessReflection
 
 __all__ = [
     "RetrievalAnalyzerInput",
@@ -23,6 +23,7 @@ __all__ = [
     "DirectFailureEditInput",
     "DirectSuccessEditInput",
     "WorkflowInput",
+    "CurateInput",
     "WriterInput",
     "StateParserInput",
     "BankEntry",
@@ -115,6 +116,16 @@ class WorkflowInput(_In):
 
     task_type: str = Field(min_length=1)
     examples: tuple[MemoryEntry, ...] = Field(min_length=1)
+
+
+class CurateInput(_In):
+    """DC-RS curator for one task of the stream: the cheatsheet written for the previous task, this task's goal and
+    type, and the memory-base trajectories retrieved for it (most similar first)."""
+
+    goal: str = Field(min_length=1)
+    task_type: str = Field(min_length=1)
+    previous: Cheatsheet = Cheatsheet()
+    examples: tuple[MemoryEntry, ...] = ()
 
 
 class WriterInput(_In):

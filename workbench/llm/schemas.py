@@ -22,6 +22,9 @@ __all__ = [
     "Refinement",
     "DirectEdit",
     "Workflow",
+    "CheatsheetEntry",
+    "Cheatsheet",
+    "MAX_CHEATSHEET",
     "Bank",
     "BANKS",
     "CandidateItem",
@@ -131,6 +134,35 @@ class Workflow(_Out):
 
     steps: tuple[str, ...] = Field(min_length=1)
     rationale: str = ""
+
+
+MAX_CHEATSHEET = 60  # insights a Dynamic Cheatsheet keeps (the curator forgets the least useful beyond this)
+
+
+class CheatsheetEntry(_Out):
+    """One insight of a Dynamic Cheatsheet (DC-RS): ``topic`` names what it is about (a task type's procedure,
+    where an object type is found, ...), ``insight`` is the sentence the action agent reads, ``uses`` how many
+    retrieved trajectories have supported it so far (carried from one cheatsheet to the next)."""
+
+    topic: str = Field(min_length=1, max_length=80)
+    insight: str = Field(min_length=1, max_length=300)
+    uses: int = Field(default=1, ge=1)
+
+
+class Cheatsheet(_Out):
+    """DC-RS (Dynamic Cheatsheet, retrieval & synthesis): the curator's memory after one task, the insights most
+    useful for that task first; at most :data:`MAX_CHEATSHEET` entries, one per topic."""
+
+    entries: tuple[CheatsheetEntry, ...] = Field(default=(), max_length=MAX_CHEATSHEET)
+    rationale: str = ""
+
+    @model_validator(mode="after")
+    def _one_per_topic(self) -> "Cheatsheet":
+        topics = [e.topic for e in self.entries]
+        if len(set(topics)) != len(topics):
+            dup = sorted({t for t in topics if topics.count(t) > 1})
+            raise ValueError(f"cheatsheet topics must be unique; repeated: {', '.join(dup)}")
+        return self
 
 
 # -- MemArbiter ---------------------------------------------------------------------------------------------

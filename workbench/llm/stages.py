@@ -21,6 +21,7 @@ from .edits import segment_text
 from .errors import LLMConfigError
 from .inputs import (
     BankView,
+    CurateInput,
     DirectFailureEditInput,
     DirectSuccessEditInput,
     FailureRefinerInput,
@@ -35,6 +36,7 @@ from .inputs import (
 from .protocol import Backend, Message, ToolSpec
 from .schemas import (
     CandidateWrites,
+    Cheatsheet,
     DirectEdit,
     FailureReflection,
     Intervention,
@@ -173,6 +175,13 @@ for _stage in (
                      "examples": "\n\n".join(f"Run {n} (task: {e.goal})\n" + "\n".join(s.action for s in e.segments)
                                              for n, e in enumerate(p.examples, start=1))},
           output_model=Workflow, max_tokens=512),
+    Stage("dc_curate", "dc_curate", CurateInput,
+          lambda p: {"goal": p.goal, "task_type": p.task_type,
+                     "previous": "\n".join(f"- [{e.topic}] {e.insight} (uses: {e.uses})" for e in p.previous.entries)
+                     or "(empty: this is the first task)",
+                     "examples": "\n\n".join(f"Run {n} (task: {e.goal})\n" + "\n".join(s.action for s in e.segments)
+                                             for n, e in enumerate(p.examples, start=1)) or "(none retrieved)"},
+          output_model=Cheatsheet, max_tokens=1536),
     Stage("arbiter_writer", "arbiter_writer", WriterInput,
           lambda p: {"goal": p.goal, "step": str(p.step), "previous_action": p.previous_action or "(none)",
                      "observation": p.observation,

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..errors import LLMConfigError
 from ..inputs import (
+    CurateInput,
     DirectFailureEditInput,
     DirectSuccessEditInput,
     FailureRefinerInput,
@@ -32,6 +33,7 @@ from ..tools import format_text_tool_call
 from .arbiter import parse_state, write_candidates
 from .proactive import intervene, manage_bank
 from .awm import induce_workflow
+from .dc import curate
 from .refiner import direct_edit_failure, direct_edit_success, refine_failure, refine_success
 from .reflector import analyze_retrieval, reflect_failure, reflect_success
 
@@ -46,6 +48,7 @@ OFFLINE_ALGORITHMS: dict[str, tuple[type[BaseModel], Callable[[Any], Any]]] = {
     "reflector_edit_failure": (DirectFailureEditInput, direct_edit_failure),
     "reflector_edit_success": (DirectSuccessEditInput, direct_edit_success),
     "awm_induce": (WorkflowInput, induce_workflow),
+    "dc_curate": (CurateInput, curate),
     "arbiter_writer": (WriterInput, write_candidates),
     "arbiter_state_parser": (StateParserInput, parse_state),
     "proactive_update": (ProactiveInput, manage_bank),

@@ -2,19 +2,20 @@
 
 ``refine`` runs Algorithm 1 over a split into an auditable copy of a memory base (every commit a new version with
 its provenance; ``workbench refine`` / ``workbench memory log|diff|rollback``); ``workbench run --memory traj
---memory-base DIR`` evaluates the refined base. ``awm`` is Table 1's workflow-memory baseline, registered as the
-memory policy ``awm``.
+--memory-base DIR`` evaluates the refined base. ``awm`` (workflow memory) and ``dc-rs`` (Dynamic Cheatsheet,
+retrieval and synthesis) are Table 1's memory baselines, registered as memory policies of those names.
 """
 
 from workbench.agents.policy import register_policy
 
 from .awm import WorkflowMemory, instantiate
+from .dc import DynamicCheatsheet
 from .evaluate import (SCENARIOS, agmr_configs, model_verifier, recorded_verifier, refined_share, refinement_cases,
                        scenario_groups, success_by_scenario)
 from .refine import (OUTCOMES, REFINE_DIR, VARIANTS, Attempt, Execution, RefineConfig, RefinementError, Refiner,
                      TaskRecord, execute, load_executions, load_log, refine, refine_stats)
 
-__all__ = ["WorkflowMemory", "instantiate", "execute", "RefineConfig", "RefinementError", "Refiner", "Execution", "Attempt",
+__all__ = ["WorkflowMemory", "instantiate", "DynamicCheatsheet", "execute", "RefineConfig", "RefinementError", "Refiner", "Execution", "Attempt",
            "TaskRecord", "refine", "refine_stats", "load_log", "load_executions", "REFINE_DIR", "VARIANTS",
            "OUTCOMES", "SCENARIOS", "agmr_configs", "model_verifier", "recorded_verifier", "refined_share",
            "refinement_cases", "scenario_groups", "success_by_scenario"]
@@ -28,3 +29,13 @@ def _awm(backend, memory_base=None):
 
 
 register_policy("awm", _awm, options=("backend", "memory_base"))
+
+
+def _dc(backend, memory_base=None):
+    from workbench.eval.memory_base import default_memory_base
+    from workbench.memory.base import MemoryBase
+
+    return DynamicCheatsheet(MemoryBase(memory_base) if memory_base else default_memory_base(), backend)
+
+
+register_policy("dc-rs", _dc, options=("backend", "memory_base"))
