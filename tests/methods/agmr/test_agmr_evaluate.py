@@ -79,6 +79,6 @@ def test_the_recorded_verifier_returns_the_verification_on_record_and_refuses_an
 
 def test_table_1_conditions_share_tasks_model_and_dtype(tmp_path, refined):
     cfgs = agmr_configs("smollm2-135m-alfworld", "valid_unseen", "0:5", 50, tmp_path / "runs", {"agmr": str(refined)})
-    assert [c.method for c in cfgs] == ["none", "icl", "awm", "traj", "traj[refined]"]
+    assert [c.method for c in cfgs] == ["none", "icl", "awm", "dc-rs", "traj", "traj[refined]"]
     assert {(c.tasks, c.model, c.dtype, c.max_steps) for c in cfgs} == {("0:5", "smollm2-135m-alfworld", "float32", 50)}
     assert cfgs[-1].out.endswith("smollm2-135m-alfworld/agmr") and cfgs[2].backend == "offline-alfworld"

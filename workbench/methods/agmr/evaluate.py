@@ -2,7 +2,7 @@
 to the refinement that touched its memory.
 
 Table 1's rows are run folders ``ROOT/<model>/<condition>`` read by the one table renderer
-(:func:`workbench.reporting.tables.write_table`): ``none`` (ReAct), ``icl``, ``awm``, ``traj`` (the valid_train
+(:func:`workbench.reporting.tables.write_table`): ``none`` (ReAct), ``icl``, ``awm``, ``dc-rs``, ``traj`` (the valid_train
 expert trajectories) and one ``traj`` run per refined base (``agmr``; Table 2 adds ``agmr-no-agr``), all on the same
 tasks, model and dtype.
 
@@ -31,7 +31,7 @@ SCENARIOS = ("attended_but_wrong", "missed_relevant", "distracted_by_irrelevant"
 
 
 def agmr_configs(model: str, split: str, tasks: str, max_steps: int, root: str | Path, bases: dict[str, str],
-                 conditions: Sequence[str] = ("none", "icl", "awm", "traj"), dtype: str = "float32",
+                 conditions: Sequence[str] = ("none", "icl", "awm", "dc-rs", "traj"), dtype: str = "float32",
                  teacher_forcing: bool = False) -> list:
     """The run configurations of Table 1 / Table 2: ``conditions`` plus a ``traj`` run over each refined base.
 
