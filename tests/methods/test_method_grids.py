@@ -72,7 +72,16 @@ def test_the_written_action_grid_is_notebook_05s_full_profile(model, dtype, root
                      overrides=parse_overrides([f"model={model}", f"dtype={dtype}"]))
     expected = verbatim_configs(model, "valid_unseen", tasks, 50, f"{root}/05_arbiter", dtype=dtype)
     assert {c.out: c.identity() for c in grid.configs} == {c.out: c.identity() for c in expected}
-    assert all(c.decode == "generate-verbatim" and c.budget == 500 for c in grid.configs)
+    assert all(c.decode == "generate-verbatim" and c.budget == (None if c.memory == "none" else 500)
+               for c in grid.configs)
+    # its reference row is the run notebook 06's written-action grid plays (read from there, not played twice)
+    from workbench.methods.proactive.experiments import verbatim_configs as proactive_verbatim
+
+    assert PROFILES["full"]["06_proactive"]["verbatim_tasks"] == tasks
+    ours = next(c for c in grid.configs if c.memory == "none")
+    theirs = next(c for c in proactive_verbatim(model, "valid_unseen", tasks, 50, f"{root}/06_proactive", dtype=dtype)
+                  if c.memory == "none")
+    assert ours.identity() == theirs.identity() and Path(ours.out).name == Path(theirs.out).name
     main = load_grid(ROOT / "grids" / "arbiter_valid_unseen.yaml", out=f"{root}/05_arbiter/{model}")
     assert not set(grid.names) & set(main.names)  # one model folder, no folder of the other grid's
 

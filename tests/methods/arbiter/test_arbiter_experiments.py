@@ -138,3 +138,26 @@ def test_the_analyses_beyond_the_paper_resume_from_their_cache(tiny_lm, tmp_path
     assert trajs2[0].meta["steps"] == json.loads(json.dumps(trajs[0].meta["steps"]))
     with pytest.raises(AssertionError, match="computed again"):  # other parameters: not the cached result
         band_switches(tiny_lm, "valid_unseen", "0:1", steps_per_task=3, cache_dir=tmp_path)
+
+
+def test_the_written_action_reference_row_is_measured_on_the_methods_common_failure_tasks():
+    """``none-verbatim`` sits beside the three methods on their common-failure tasks and defines none of them: a
+    task only the reference failed on is not common."""
+    from workbench.memory.trajectory import Step, Trajectory
+    from workbench.methods.arbiter.experiments import verbatim_behaviour_table
+
+    def ep(task, actions, observations):
+        return Trajectory(task_id=task, goal="g", success=False, meta={"final_observation": "ok"},
+                          steps=tuple(Step(observation=o, action=a) for a, o in zip(actions, observations)))
+
+    nothing = "Nothing happens."
+    fail = lambda t: ep(t, ["open x", "open x", "look"], ["start", nothing, nothing])  # noqa: E731
+    fine = lambda t: ep(t, ["look", "look"], ["start", "room"])  # noqa: E731
+    runs = {m: [fail("t1"), fine("t2")] for m in ("arbiter-500-verbatim", "flat-retrieval-500-verbatim",
+                                                  "flat-recency-500-verbatim")}
+    runs["none-verbatim"] = [ep("t1", ["open x", "look", "look"], ["start", nothing, "room"]), fail("t2")]
+    table = verbatim_behaviour_table(runs)
+    assert set(table["common_failure_tasks"]) == {1}  # t1 alone: t2 failed only for the reference
+    assert table.loc["none-verbatim", "failed_action_repetition"] == 0.0  # on t1 it did not repeat
+    assert table.loc["arbiter-500-verbatim", "failed_action_repetition"] == 0.5
+    assert "none-verbatim" not in table.loc["none-verbatim", "common_failure_of"]

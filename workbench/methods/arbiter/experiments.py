@@ -159,25 +159,30 @@ def reference_configs(model: str, split: str, tasks: str, max_steps: int, root: 
 
 
 def verbatim_configs(model: str, split: str, tasks: str, max_steps: int, root: str | Path, budget: int = 500,
-                     dtype: str = "float32", backend: str | None = None) -> list:
+                     dtype: str = "float32", backend: str | None = None, reference: bool = True) -> list:
     """Table 5 (a) in the paper's setting: MemArbiter, Flat Retrieval and Flat Recency at ``budget`` with the
     actions written by the model and executed as written (``decode="generate-verbatim"``), so a command the game
     cannot execute is a failed execution ("Nothing happens.") that the next steps must recover from. A scoring
     agent (the grid's ``decode="score"``) only picks admissible commands, which ALFWorld always executes, so its
     Table 5 (a) has no failure to measure. Folders ``<memory>-<budget>-verbatim``: :func:`arbiter_configs` at
-    ``budget`` without ablations, written."""
+    ``budget`` without ablations, written; with ``reference``, also the action agent alone with its raw history,
+    written (``none-verbatim``: :func:`reference_configs`; notebook 06 plays the same run, and notebook 05 reads it
+    from there)."""
     from dataclasses import replace
 
-    return [replace(c, out=f"{c.out}-{VERBATIM}")
-            for c in arbiter_configs(model, split, tasks, max_steps, root, budgets=(budget,), ablations=(),
-                                     dtype=dtype, backend=backend, decode="generate-verbatim")]
+    cfgs = arbiter_configs(model, split, tasks, max_steps, root, budgets=(budget,), ablations=(), dtype=dtype,
+                           backend=backend, decode="generate-verbatim")
+    if reference:
+        cfgs += reference_configs(model, split, tasks, max_steps, root, dtype=dtype, decode="generate-verbatim")
+    return [replace(c, out=f"{c.out}-{VERBATIM}") for c in cfgs]
 
 
 def verbatim_behaviour_table(runs: dict):
     """Table 5 of the :func:`verbatim_configs` runs: the three methods' common-failure tasks are the tasks on
-    which each of the three written-action runs failed at least one command."""
-    names = tuple(runs)
-    return behaviour_table(runs, common_sets={n: names for n in names})
+    which each of the three written-action runs failed at least one command; the reference row (the action agent
+    alone, ``none-verbatim``) is measured on the same tasks and defines none of them."""
+    methods = tuple(n for n in runs if not n.startswith(f"{REFERENCE}-"))
+    return behaviour_table(runs, common_sets={n: methods for n in runs})
 
 
 def common_failure_sets(names: Sequence[str]) -> dict[str, tuple[str, ...]]:
