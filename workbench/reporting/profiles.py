@@ -40,9 +40,11 @@ PROFILES: dict[str, dict[str, dict]] = {
         "03_utilization": {"models": [TRAINED], "supervision_tasks": "0:140:7", "max_pairs": 30,
                            "tf_tasks": "0:134:11", "episode_tasks": "", "max_steps": 50, "n_examples": 4},
         # AGMR on a slice: refine on 2 valid_seen tasks (both variants; a failure costs up to 4 episodes), evaluate
-        # 6 conditions on 3 valid_unseen tasks over two worker processes. Paper scale is PROFILE=full.
+        # 7 conditions (DC-RS among them) on 3 valid_unseen tasks over two worker processes. Paper scale:
+        # PROFILE=full.
         "04_agmr": {"refine_tasks": "0:140:70", "eval_tasks": "0:134:45", "max_steps": 50, "workers": 2},
-        # 9 working-memory conditions on 2 tasks; item attention on 1 episode, band switches at 4 steps of 2 experts;
+        # 9 working-memory conditions and the ReAct reference (read from 01 where it played the task) on 2 tasks;
+        # item attention on 1 episode, band switches at 4 steps of 2 experts;
         # no written-action runs (Table 5 (a) in the paper's setting: PROFILE=full, 3 x 20 episodes), no
         # budget-sensitivity runs (PROFILE=full: 2 methods x 2 budgets x 34 tasks, those the budget cuts played).
         "05_arbiter": {"tasks": "0:134:67", "max_steps": 50, "workers": 2, "attention_tasks": "0:1",
