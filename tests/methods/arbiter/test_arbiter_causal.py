@@ -58,8 +58,8 @@ def test_failure_memory_ablation_rewrites_the_action_without_the_failure_items(t
     as shown and without the Constraint / Episodic items that record the failure."""
     from workbench.eval.runner import RunConfig
     from workbench.memory.trajectory import Step, Trajectory
-    from workbench.methods.arbiter.causal import (FAILURE_ABLATIONS, failure_memory_ablation, repeated_failures,
-                                                  summarize_failure_ablation)
+    from workbench.methods.arbiter.causal import (FAILURE_ABLATIONS, UNQUOTED, failure_memory_ablation,
+                                                  repeated_failures, summarize_failure_ablation)
 
     bad = "open drawer 99"
     steps = (*expert.steps[:2], Step(observation=expert.steps[2].observation, action=bad),
@@ -70,11 +70,24 @@ def test_failure_memory_ablation_rewrites_the_action_without_the_failure_items(t
     assert repeated_failures(traj) == [3]  # step 4 fails too, but does not repeat step 3's command
     cfg = RunConfig(out=str(tmp_path / "v"), model="tiny", memory="arbiter", budget=500, split="valid_unseen",
                     tasks="all", decode="generate-verbatim")
+    import workbench.models.generation as generation
+
+    prompts, real = [], generation.generate_action
+
+    def spy(lm, tokens, adm, **kw):
+        prompts.append(tiny_lm.tokenizer.decode(tokens))
+        return real(lm, tokens, adm, **kw)
+
+    monkeypatch.setattr(generation, "generate_action", spy)
     rows = failure_memory_ablation(tiny_lm, cfg, [traj, expert])  # the expert never repeats a failure: no row
+    monkeypatch.setattr(generation, "generate_action", real)
+    shown, unquoted = prompts[0], prompts[list(FAILURE_ABLATIONS).index("unquoted")]
+    assert bad in shown and bad not in unquoted and UNQUOTED in unquoted  # the items stay, the quote goes
     assert len(rows) == 1 and rows[0]["step"] == 3 and rows[0]["failed"] == bad == rows[0]["recorded"]
     row = rows[0]
     assert all(isinstance(row[v], str) and isinstance(row[f"{v}|repeats"], bool) for v in FAILURE_ABLATIONS)
     assert not row["as shown|noop"] and not row["neither|noop"]  # the failure is in P_t: a constraint, an event
+    assert not row["unquoted|noop"]  # P_t quotes the failed command: the unquoted variant rewrites it
     summary = summarize_failure_ablation(rows)
     assert summary["neither"]["states"] == 1 and summary["as shown"]["changed_vs_shown"] == 0
 

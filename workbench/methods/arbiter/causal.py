@@ -16,6 +16,7 @@ recorded as ``noop`` and not scored. Averages by bank and transition: :func:`sum
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,7 +27,7 @@ from workbench.memory.trajectory import Trajectory
 from .policy import ArbiterPolicy
 
 __all__ = ["TRANSITIONS", "band_switch_effects", "summarize_band_switches", "FAILURE_ABLATIONS", "repeated_failures",
-           "failure_memory_ablation", "summarize_failure_ablation"]
+           "failure_memory_ablation", "summarize_failure_ablation", "UNQUOTED"]
 
 TRANSITIONS = {"F->A": ("F", "A"), "A->H": ("A", "H"), "H->F": ("H", "F")}
 
@@ -91,9 +92,12 @@ def summarize_band_switches(rows: Sequence[dict]) -> dict:
                          "flipped": mean(r["flipped"] for r in rs)} for (b, t), rs in sorted(groups.items())}
 
 
-# What P_t shows at a repeated failure, and what is left out of it in each variant (banks).
+# What P_t shows at a repeated failure, and what is left out of it in each variant (banks); ``unquoted`` (None)
+# keeps every item but writes the failed command as UNQUOTED wherever P_t quotes it: does the memory make the agent
+# repeat the failure by quoting it (a command in the prompt is a command to copy), or by what it says?
 FAILURE_ABLATIONS = {"as shown": (), "no constraint": ("constraint",), "no episodic": ("episodic",),
-                     "neither": ("constraint", "episodic")}
+                     "neither": ("constraint", "episodic"), "unquoted": None}
+UNQUOTED = "the command that failed"
 
 
 def repeated_failures(traj: Trajectory) -> list[int]:
@@ -112,14 +116,16 @@ def failure_memory_ablation(lm, cfg, trajs: Sequence[Trajectory], per_episode: i
 
     For each episode of run ``cfg`` (``decode="generate-verbatim"``) with a repeated failed command, at its first
     ``per_episode`` such steps, the policy is replayed along the episode's own history (the same items, bands and
-    P_t as when it was played) and the agent writes its action again (greedy) from P_t as shown and with the
+    P_t as when it was played) and the agent writes its action again (greedy) from P_t as shown, with the
     Constraint and/or Episodic items left out (:data:`FAILURE_ABLATIONS`): the items that record the failure
-    ("'X' does nothing in this situation; do not repeat it unchanged", "X: failed").
+    ("'X' does nothing in this situation; do not repeat it unchanged", "X: failed"), and with every item kept but
+    the failed command written as :data:`UNQUOTED` wherever P_t quotes it (``unquoted``).
 
     Returns:
         One row per state: ``task_id``, ``step``, ``recorded`` (the command the run wrote), and per variant
         ``<variant>``: the command written, ``<variant>|repeats``: whether it is the failed one again, and
-        ``<variant>|noop``: P_t held none of the items left out (the variant is the factual prompt).
+        ``<variant>|noop``: the variant changed nothing (P_t held none of the items left out, or never quoted the
+        failed command): its prompt is the factual one.
 
     Each episode's rows are kept in ``cache_dir`` as they finish (:mod:`workbench.eval.task_cache`; None keeps
     nothing), with the episode's actions: an episode played again differently is analysed again.
@@ -137,7 +143,8 @@ def failure_memory_ablation(lm, cfg, trajs: Sequence[Trajectory], per_episode: i
     tasks = {t.task_id: t for t in select_tasks(cfg)}
     cache = TaskCache(cache_dir, "failure_ablation", analysis_key(
         lm, memory=cfg.memory, budget=cfg.budget, ablation=cfg.ablation, decode=cfg.decode, split=cfg.split,
-        per_episode=per_episode))
+        per_episode=per_episode, variants={k: v if v is None else list(v) for k, v in FAILURE_ABLATIONS.items()},
+        unquoted=UNQUOTED))
     agent = Agent.from_model(lm)
     rows: list[dict] = []
     for traj in trajs:
@@ -155,9 +162,13 @@ def failure_memory_ablation(lm, cfg, trajs: Sequence[Trajectory], per_episode: i
             if k in steps:
                 failed = traj.steps[k - 1].action
                 row = {"task_id": traj.task_id, "step": k, "recorded": step.action, "failed": failed}
+                quoted = re.compile(re.escape(failed), re.I)
                 for name, banks in FAILURE_ABLATIONS.items():
-                    wm = tuple(p for p in block.working_memory if p.bank not in banks)
-                    row[f"{name}|noop"] = bool(banks) and wm == tuple(block.working_memory)
+                    if banks is None:
+                        wm = tuple(replace(p, text=quoted.sub(UNQUOTED, p.text)) for p in block.working_memory)
+                    else:
+                        wm = tuple(p for p in block.working_memory if p.bank not in banks)
+                    row[f"{name}|noop"] = name != "as shown" and wm == tuple(block.working_memory)
                     prompt = agent.build_prompt(replace(block, working_memory=wm), traj.initial_observation,
                                                 traj.goal, history, step.observation)
                     action = generate_action(lm, list(prompt.tokens), [failed]).parsed

@@ -11,7 +11,8 @@ from statistics import mean
 
 from .variants import list_variants
 
-__all__ = ["proactive_configs", "verbatim_configs", "written_action_table", "VERBATIM", "silent_pairs", "intervention_table", "reminder_attention", "placebo_prompt",
+__all__ = ["proactive_configs", "verbatim_configs", "written_action_table", "VERBATIM", "silent_pairs",
+           "intervention_table", "reminder_attention", "placebo_prompt",
            "PLACEBO_TEXT", "named_commands", "reminder_kind", "reminder_kinds", "spoken_tasks"]
 
 #: Variants that show the action agent nothing until the memory agent speaks: where it stays silent for a whole
