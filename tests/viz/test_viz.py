@@ -115,3 +115,12 @@ def test_step_view_and_explorer():
         step_view(rec, 9)
     widget = utilization_explorer([rec, _record(None, None)])
     assert len(widget.children) == 4 and widget.children[2].max == 3
+
+
+def test_sr_at_k_figure_draws_the_reference_dashed_and_labelled():
+    from workbench.viz import sr_at_k_figure
+
+    fig = sr_at_k_figure({"arbiter-500": {"5": 0.1, "10": 0.5}, "none": {5: 0.0, 10: 0.2}}, reference="none")
+    method, ref = fig.axes[0].lines
+    assert list(method.get_ydata()) == [10, 50] and method.get_linestyle() == "-"
+    assert list(ref.get_ydata()) == [0, 20] and ref.get_linestyle() == "--" and ref.get_label() == "none (reference)"

@@ -7,17 +7,24 @@ from matplotlib.figure import Figure
 __all__ = ["sr_at_k_figure", "budget_curve_figure"]
 
 
-def sr_at_k_figure(curves: dict[str, dict[str, float]], title: str = "Success rate within k steps") -> Figure:
+def sr_at_k_figure(curves: dict[str, dict[str, float]], title: str = "Success rate within k steps",
+                   reference: str | None = None) -> Figure:
     """SR@k curves, one line per condition.
 
     Args:
         curves: condition -> {k (as str or int): SR@k in [0, 1]}.
+        reference: the condition drawn as a grey dashed line, labelled as the reference (e.g. the action agent
+            alone beside the memory methods).
     """
     fig = Figure(figsize=(5.5, 3.6))
     ax = fig.add_subplot()
     for name, points in curves.items():
         ks = sorted(int(k) for k in points)
-        ax.plot(ks, [100 * points[str(k)] if str(k) in points else 100 * points[k] for k in ks], marker="o", label=name)
+        ys = [100 * points[str(k)] if str(k) in points else 100 * points[k] for k in ks]
+        if name == reference:
+            ax.plot(ks, ys, linestyle="--", color="0.45", marker=".", label=f"{name} (reference)")
+        else:
+            ax.plot(ks, ys, marker="o", label=name)
     ax.set_xlabel("k (steps)")
     ax.set_ylabel("SR@k (%)")
     ax.set_title(title)
