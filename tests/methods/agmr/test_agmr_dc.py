@@ -116,3 +116,19 @@ def test_cli_run_records_the_cheatsheet(tiny_model_dir, tmp_path):
     assert json.loads((out / "metrics.json").read_text())["memory_tokens"] > 0
     with pytest.raises(ValueError, match="at least 1"):
         DynamicCheatsheet(MemoryBase(tmp_path / "b"), OFFLINE, k=0)
+
+
+def test_an_unusable_curator_reply_keeps_the_previous_cheatsheet_and_is_recorded(tmp_path):
+    """A model curator whose reply never validates (here: two insights on one topic, again after the repair
+    retry) leaves cheatsheet i-1 in place for task i; the error is in step 0's record, the episode goes on."""
+    good = json.dumps({"entries": [{"topic": "procedure: pick", "insight": "Find it, take it, put it.", "uses": 1}]})
+    dup = json.dumps({"entries": [{"topic": "a", "insight": "x"}, {"topic": "a", "insight": "y"}]})
+    base = MemoryBase(tmp_path / "b")
+    base.add_many([entry(), entry("valid_train/tomato/t2")])
+    policy = DynamicCheatsheet(base, ScriptedBackend([good, dup, dup, dup]))
+    first, second = (Task(f"mine/{n}/t", "mine", "pick", "/none") for n in ("x", "y"))
+    policy.begin(first, "put a tomato in cabinet.", "room")
+    kept = policy.memory(0, []).entry
+    sheet, origin = policy._curate(second.task_id, "pick", "put a tomato in desk.", policy.cheatsheet(first, "")[0])
+    assert sheet.entries[0].insight == "Find it, take it, put it." and "topics must be unique" in origin["curator_error"]
+    assert kept.segments[0].thought == "Find it, take it, put it."

@@ -59,12 +59,20 @@ class DynamicCheatsheet(_StaticEntry):
         self._streams: dict[str, tuple[list, int, Any]] = {}  # split -> (its tasks with goals, next index, last sheet)
 
     def _curate(self, task_id: str, task_type: str, goal: str, previous):
+        """Cheatsheet i from cheatsheet i-1 and task i's retrieved trajectories, and what it came from. A curator
+        reply that cannot be used (a typed LLM error after the stage's repair retry) leaves the previous
+        cheatsheet in place, and the error is recorded."""
         from workbench.llm import CurateInput, run_stage
+        from workbench.llm.errors import LLMError
 
         hits = self.retriever.retrieve(goal, task_id, task_type, k=self.k)
-        sheet = run_stage(self.backend, "dc_curate", CurateInput(goal=goal, task_type=task_type, previous=previous,
-                                                                 examples=tuple(e for e, _ in hits))).value
-        return sheet, [e.entry_id for e, _ in hits]
+        origin: dict = {"retrieved": [e.entry_id for e, _ in hits]}
+        try:
+            sheet = run_stage(self.backend, "dc_curate", CurateInput(goal=goal, task_type=task_type, previous=previous,
+                                                                     examples=tuple(e for e, _ in hits))).value
+        except LLMError as e:
+            sheet, origin["curator_error"] = previous, f"{type(e).__name__}: {e}"[:500]
+        return sheet, origin
 
     def _stream(self, split: str) -> tuple[list, int, Any] | None:
         from workbench.eval.memory_base import expert_trajectories_for
@@ -90,14 +98,14 @@ class DynamicCheatsheet(_StaticEntry):
             return self._sheets[task.task_id]
         stream = self._stream(task.split)
         if stream is None or task.task_id not in {t.task_id for t, _ in stream[0]}:
-            sheet, hits = self._curate(task.task_id, task.task_type, goal, Cheatsheet())
-            self._sheets[task.task_id] = (sheet, {"stream_position": None, "retrieved": hits})
+            sheet, origin = self._curate(task.task_id, task.task_type, goal, Cheatsheet())
+            self._sheets[task.task_id] = (sheet, {"stream_position": None, **origin})
             return self._sheets[task.task_id]
         tasks, i, sheet = stream
         while task.task_id not in self._sheets:
             t, g = tasks[i]
-            sheet, hits = self._curate(t.task_id, t.task_type, g, sheet)
-            self._sheets[t.task_id] = (sheet, {"stream_position": i, "retrieved": hits})
+            sheet, origin = self._curate(t.task_id, t.task_type, g, sheet)
+            self._sheets[t.task_id] = (sheet, {"stream_position": i, **origin})
             i += 1
         self._streams[task.split] = (tasks, i, sheet)
         return self._sheets[task.task_id]
