@@ -130,5 +130,6 @@ def test_an_unusable_curator_reply_keeps_the_previous_cheatsheet_and_is_recorded
     policy.begin(first, "put a tomato in cabinet.", "room")
     kept = policy.memory(0, []).entry
     sheet, origin = policy._curate(second.task_id, "pick", "put a tomato in desk.", policy.cheatsheet(first, "")[0])
-    assert sheet.entries[0].insight == "Find it, take it, put it." and "topics must be unique" in origin["curator_error"]
+    assert sheet.entries[0].insight == "Find it, take it, put it."
+    assert "topics must be unique" in origin["curator_error"]
     assert kept.segments[0].thought == "Find it, take it, put it."
