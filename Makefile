@@ -149,6 +149,9 @@ eval-agent-v2: install
 		--table-models $(V1) $(V2) --table-model-pairs $(V1):$(V2) \
 		--table-conditions none icl traj flat-recency flat-retrieval arbiter arbiter-no-banks arbiter-no-signals \
 		arbiter-no-gate proactive proactive-passive proactive-always proactive-advisor proactive-retrieval \
+		--table-pairs traj:none icl:none traj:icl flat-recency:none flat-retrieval:none arbiter:none \
+		arbiter:flat-recency arbiter:flat-retrieval proactive:none proactive-passive:none \
+		--table-tf-bands 0 1-3 4- \
 		--table-title "valid_seen 0:140:7, teacher forcing under every training layout: v1 vs v2"
 
 # The methods' evaluations on agent v2 at paper scale (issues 15-17), every step resumable (run the target again

@@ -75,11 +75,11 @@ def decision_rule_accuracy(lm, memory: str, split: str, tasks: str, out: Path) -
     return result
 
 
-def _model_pairs(items: list[str]) -> list[tuple[str, str]]:
+def _model_pairs(items: list[str], option: str = "--table-model-pairs", what: str = "MODEL") -> list[tuple[str, str]]:
     pairs = [tuple(p.split(":", 1)) for p in items]
     bad = [p for p, q in zip(items, pairs) if len(q) != 2 or not all(q)]
     if bad:
-        raise SystemExit(f"--table-model-pairs {bad[0]}: expected MODEL_A:MODEL_B")
+        raise SystemExit(f"{option} {bad[0]}: expected {what}_A:{what}_B")
     return pairs
 
 
@@ -110,6 +110,11 @@ def main() -> None:
     ap.add_argument("--table-model-pairs", nargs="*", default=[], metavar="A:B",
                     help="with --table/--card: models compared under each condition, paired (e.g. "
                     "smollm2-135m-alfworld-v2:smollm2-135m-alfworld)")
+    ap.add_argument("--table-pairs", nargs="*", metavar="A:B", help="with --table: the condition pairs compared "
+                    "(default: traj:none icl:none traj:icl traj:other_type traj:random_same)")
+    ap.add_argument("--table-tf-bands", nargs="*", default=[], metavar="K-L",
+                    help="with --table: teacher-forced accuracy within these bands of expert steps (K, K-L or K-), "
+                         "and the pairs compared within each")
     ap.add_argument("--table-compare-dtypes", action="store_true", help="with --table: the compared variable is the "
                     "dtype (rows of float32 and bfloat16 folders, with a dtype column)")
     ap.add_argument("--table-title", default="valid_unseen: memory conditions")
@@ -126,7 +131,8 @@ def main() -> None:
             text = write_table(out, Path(a.runs or "runs/full/01_baselines"), a.table_models, a.table_conditions,
                                a.table_title, " ".join(["python", *sys.argv]), notes, a.table_keep_absent,
                                model_pairs=_model_pairs(a.table_model_pairs),
-                               compare_dtypes=a.table_compare_dtypes)
+                               compare_dtypes=a.table_compare_dtypes, tf_bands=a.table_tf_bands,
+                               **({"pairs": _model_pairs(a.table_pairs, "--table-pairs", "CONDITION")} if a.table_pairs else {}))
         except (ValueError, FileNotFoundError) as e:
             raise SystemExit(f"--table: {e}") from e
         if out.parent.name == "tables" and (out.parent.parent / "index.md").exists():

@@ -52,6 +52,17 @@ def test_table_flags_reach_the_library_and_its_errors_stop_the_script(agent_eval
     monkeypatch.setattr(sys, "argv", [*argv, "--table-model-pairs", "m2"])
     with pytest.raises(SystemExit, match="--table-model-pairs m2: expected MODEL_A:MODEL_B"):
         agent_eval.main()
+    make_folder(tmp_path / "runs", "m", "traj", [True, True])
+    monkeypatch.setattr(sys, "argv", [*argv[:8], "none", "traj", *argv[9:], "--table-pairs", "traj:none"])
+    agent_eval.main()
+    assert [(r["a"], r["b"], r["only_a"]) for r in json.loads(out.with_suffix(".json").read_text())["paired"]] == [
+        ("traj", "none", 1)]
+    monkeypatch.setattr(sys, "argv", [*argv, "--table-pairs", "traj"])
+    with pytest.raises(SystemExit, match="--table-pairs traj: expected CONDITION_A:CONDITION_B"):
+        agent_eval.main()
+    monkeypatch.setattr(sys, "argv", [*argv, "--table-tf-bands", "3-1"])
+    with pytest.raises(SystemExit, match="--table: step band '3-1'"):
+        agent_eval.main()
     out.with_suffix(".json").write_text("{not json")
     monkeypatch.setattr(sys, "argv", argv)
     with pytest.raises(SystemExit, match="t.json is not a table"):

@@ -318,3 +318,28 @@ def test_a_record_older_than_a_measure_gets_it_from_its_episodes(tmp_path):
     row = folder_table(tmp_path, ["m"], ["traj"])[0]
     assert row["action_patterns"]["put_back"] == 0.5  # recomputed: the recorded patterns predate put_back
     assert row["action_patterns"]["oscillation"] == 0.0  # and every measure with it, from the same episodes
+
+
+def test_step_bands_give_accuracy_and_paired_tests_within_each_band(tmp_path):
+    # t0's steps 0..5: none right at 1, 2, 3, 5; flat right at 4, 5 only (it loses the early steps)
+    make_folder(tmp_path, "m", "none", [], [False, True, True, True, False, True])
+    make_folder(tmp_path, "m", "flat", [], [False, False, False, False, True, True])
+    out = tmp_path / "t.md"
+    md = write_table(out, tmp_path, ["m"], ["none", "flat"], "T", "cmd", pairs=[("flat", "none")],
+                     tf_bands=["0", "1-3", "4-"])
+    assert "| model | memory | steps 0 | steps 1–3 | steps 4+ |" in md
+    assert "| m | none | 1: 0.0% | 3: 100.0% | 2: 50.0% |" in md
+    assert "| m | flat | 1: 0.0% | 3: 0.0% | 2: 100.0% |" in md
+    lines = [ln for ln in md.splitlines() if ln.startswith("| m | flat vs none")]
+    assert lines == ["| m | flat vs none (TF steps) | 6 | 33.3% | 66.7% | -33.3 pts | 1 | 3 | 0.625 |",
+                     "| m | flat vs none (TF steps 0) | 1 | 0.0% | 0.0% | +0.0 pts | 0 | 0 | 1 |",
+                     "| m | flat vs none (TF steps 1–3) | 3 | 0.0% | 100.0% | -100.0 pts | 0 | 3 | 0.25 |",
+                     "| m | flat vs none (TF steps 4+) | 2 | 100.0% | 50.0% | +50.0 pts | 1 | 0 | 1 |"]
+    record = read_table(out.with_suffix(".json"))
+    assert record["tf_bands"] == ["0", "1–3", "4+"]
+    assert {r["memory"]: r["tf_by_step"]["1–3"] for r in record["rows"]} == {"none": [3, 1.0], "flat": [3, 0.0]}
+    before = out.read_text()
+    for bad, why in ((["1-x"], "expected K, K-L or K-"), (["3-1"], "0 <= K <= L"), (["0-3", "2-"], "overlaps")):
+        with pytest.raises(ValueError, match=why):
+            write_table(out, tmp_path, ["m"], ["none", "flat"], "T", "cmd", tf_bands=bad)
+    assert out.read_text() == before  # a bad band writes nothing

@@ -23,8 +23,9 @@ from pathlib import Path
 from workbench.eval.compare import paired_outcomes
 from workbench.memory.trajectory import iter_jsonl_dicts
 
-__all__ = ["DEFAULT_DTYPE", "PAIRS", "Outcomes", "decode_outcomes", "encode_outcomes", "folder_dtype",
-           "folder_decisions", "folder_outcomes", "folder_table", "same_decisions", "paired_table", "pairs_from", "read_table"]
+__all__ = ["DEFAULT_DTYPE", "PAIRS", "Outcomes", "band_accuracy", "band_label", "band_pairs_from", "decode_outcomes",
+           "encode_outcomes", "folder_dtype", "folder_decisions", "folder_outcomes", "folder_table", "parse_step_bands",
+           "same_decisions", "paired_table", "pairs_from", "read_table"]
 
 DEFAULT_DTYPE = "float32"  # what runs written before they recorded a dtype were played in
 
@@ -132,6 +133,63 @@ def _paired(head: dict, outcomes: dict[tuple[str, str], Outcomes], side_a: tuple
         if r["n"]:
             lines.append(head | {"kind": kind} | r)
     return lines
+
+
+def parse_step_bands(specs: list[str]) -> list[tuple[int, int | None]]:
+    """Teacher-forced step bands from ``"K"``, ``"K-L"`` or ``"K-"`` (step K to the last), in the order given.
+
+    Raises:
+        ValueError: a spec that is none of these, a band whose end precedes its start, or bands that overlap.
+    """
+    bands: list[tuple[int, int | None]] = []
+    for spec in specs:
+        lo, dash, hi = spec.strip().partition("-")
+        try:
+            band = (int(lo), (int(hi) if hi else None) if dash else int(lo))
+        except ValueError:
+            raise ValueError(f"step band '{spec}': expected K, K-L or K- with whole numbers K <= L") from None
+        if band[0] < 0 or (band[1] is not None and band[1] < band[0]):
+            raise ValueError(f"step band '{spec}': expected K, K-L or K- with whole numbers 0 <= K <= L")
+        end = float("inf") if band[1] is None else band[1]
+        for other in bands:
+            if band[0] <= (float("inf") if other[1] is None else other[1]) and other[0] <= end:
+                raise ValueError(f"step band '{spec}' overlaps '{band_label(other)}': bands must be disjoint")
+        bands.append(band)
+    return bands
+
+
+def band_label(band: tuple[int, int | None]) -> str:
+    """``(1, 3)`` -> ``"1–3"``, ``(4, None)`` -> ``"4+"``, ``(0, 0)`` -> ``"0"``."""
+    lo, hi = band
+    return f"{lo}+" if hi is None else (f"{lo}" if hi == lo else f"{lo}–{hi}")
+
+
+def in_band(step: int, band: tuple[int, int | None]) -> bool:
+    return band[0] <= step and (band[1] is None or step <= band[1])
+
+
+def band_pairs_from(outcomes: dict[tuple[str, str], Outcomes], models: list[str], pairs: list[tuple[str, str]],
+                    bands: list[tuple[int, int | None]]) -> list[dict]:
+    """``pairs_from`` over the teacher-forced steps of each band alone: one line per (model, pair, band) with
+    ``kind`` ``"TF steps <band>"`` (a comparison early in the expert's plan, where a memory block still holds the
+    whole history, and later, where a budget may have cut it)."""
+    lines = []
+    for band in bands:
+        kept = {key: ({}, {k: v for k, v in steps.items() if in_band(k[1], band)})
+                for key, (_, steps) in outcomes.items()}
+        lines += [line | {"kind": f"TF steps {band_label(band)}"}
+                  for line in pairs_from(kept, models, pairs) if line["kind"] == "TF steps"]
+    order = {(m, a, b): i for i, (m, (a, b)) in enumerate((m, p) for m in models for p in pairs)}
+    return sorted(lines, key=lambda r: order[(r["model"], r["a"], r["b"])])  # stable: bands in order per pair
+
+
+def band_accuracy(steps: dict[tuple[str, int], bool], bands: list[tuple[int, int | None]]) -> dict[str, list]:
+    """``{band label: [teacher-forced steps in it, share right (None: no step)]}`` of one folder's steps."""
+    out = {}
+    for band in bands:
+        hits = [v for k, v in steps.items() if in_band(k[1], band)]
+        out[band_label(band)] = [len(hits), sum(hits) / len(hits) if hits else None]
+    return out
 
 
 def model_pairs_from(outcomes: dict[tuple[str, str], Outcomes], conds: list[str],

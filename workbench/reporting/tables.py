@@ -6,7 +6,8 @@ A table is read from run folders ``ROOT/<model>/<condition>`` and written as a p
                dtype: float32                    <- every row was played in it (refused if they differ)
                Measured with: `command`
                notes (how the run folders were made); what was carried over, and from where
-               conditions | success by task type | SR@k | how the episodes move | paired comparisons (exact McNemar)
+               conditions | success by task type | SR@k | how the episodes move | TF accuracy by step band (optional)
+               | paired comparisons (exact McNemar; optionally also within each step band)
     NAME.json  rows, paired, runs, written, carried, dtypes, outcomes (on one line)
 
 A table compares conditions at one dtype: rows of float32 and bfloat16 runs are refused, unless the compared
@@ -24,9 +25,10 @@ import time
 from pathlib import Path
 
 from workbench.memory.trajectory import atomic_write_text
-from workbench.reporting.outcomes import (DEFAULT_DTYPE, PAIRS, Outcomes, encode_outcomes, folder_decisions,
-                                          folder_outcomes, folder_table, model_pairs_from, paired_table, pairs_from,
-                                          read_json, read_table, same_decisions)
+from workbench.reporting.outcomes import (DEFAULT_DTYPE, PAIRS, Outcomes, band_accuracy, band_label, band_pairs_from,
+                                          encode_outcomes, folder_decisions, folder_outcomes, folder_table,
+                                          model_pairs_from, paired_table, pairs_from, parse_step_bands, read_json,
+                                          read_table, same_decisions)
 
 __all__ = ["CARD_INTRO", "card_section", "carry_over", "check_dtypes", "rows_markdown", "table_markdown",
            "write_card", "write_table"]
@@ -137,6 +139,17 @@ def rows_markdown(rows: list[dict], paired: list[dict] = (), compare_dtypes: boo
             lines.append(f"| {r['model']} | {r['memory']} | {pct(p['oscillation'])} | {pct(p['repeat'])} | "
                          f"{p['distinct_actions']:.1f} | {pct(p['navigation'])} | {pct(p['took_object'])} | "
                          f"{opt(p, 'put_back')} | {opt(p, 'failed_oscillation')} | {opt(p, 'failed_oscillating')} |")
+    banded = [r for r in rows if r.get("tf_by_step")]
+    if banded:  # teacher-forced accuracy within step bands of the expert's plan
+        labels = list(banded[0]["tf_by_step"])
+        lines += ["", "Teacher-forced accuracy by step of the expert's plan (steps in the band: share right). At the "
+                  "first steps a budgeted memory block has the least history to cut, so a deficit there comes from "
+                  "how memory is shown rather than from what the budget left out:", "",
+                  "| model | memory | " + " | ".join(f"steps {b}" for b in labels) + " |",
+                  "|---|---|" + "---|" * len(labels)]
+        for r in banded:
+            cells = [f"{n}: {pct(acc)}" if n else "–" for n, acc in (r["tf_by_step"].get(b, (0, None)) for b in labels)]
+            lines.append(f"| {r['model']} | {r['memory']} | " + " | ".join(cells) + " |")
     if paired:
         lines += ["", "Paired comparisons (items both conditions scored; exact McNemar test on the discordant ones):",
                   "", "| model | A vs B | items | A | B | A − B | only A | only B | p |",
@@ -253,7 +266,8 @@ def carry_over(previous: Path, models: list[str], conds: list[str], rows: list[d
 
 def write_table(out: Path, root: Path, models: list[str], conds: list[str], title: str, command: str,
                 notes: str = "", keep_absent: bool = False, pairs: list[tuple[str, str]] = PAIRS,
-                compare_dtypes: bool = False, model_pairs: list[tuple[str, str]] = ()) -> str:
+                compare_dtypes: bool = False, model_pairs: list[tuple[str, str]] = (),
+                tf_bands: list[str] = ()) -> str:
     """Write the page ``out`` and its ``.json`` from the run folders ``root/<model>/<cond>``.
 
     The ``.json`` holds the rows, the paired comparisons, the runs root, the date, the provenance of what was
@@ -271,16 +285,20 @@ def write_table(out: Path, root: Path, models: list[str], conds: list[str], titl
         pairs: the ``(A, B)`` comparisons (default ``PAIRS``); their conditions need not be rows.
         compare_dtypes: the compared variable is the dtype (a dtype column; mixed dtypes allowed).
         model_pairs: ``(A, B)`` models compared under each of ``conds`` (paired by task and by step).
+        tf_bands: teacher-forced step bands (``"0"``, ``"1-3"``, ``"4-"``: ``parse_step_bands``): each row's
+            accuracy within each band, and ``pairs`` compared within each band (is a condition's deficit there at
+            the plan's first steps, where every memory block still holds the whole history?).
 
     Returns:
         The page.
 
     Raises:
         FileNotFoundError: no run folder (and, with ``keep_absent``, no previous row) for ``models`` x ``conds``.
-        ValueError: the rows mix dtypes (each folder named), or the previous ``.json`` is not a table. Nothing is
-            written then.
+        ValueError: the rows mix dtypes (each folder named), the previous ``.json`` is not a table, or a step band is
+            malformed. Nothing is written then.
     """
     out, root = Path(out), Path(root)
+    bands = parse_step_bands(list(tf_bands))
     rows = folder_table(root, models, conds)
     fresh = {(r["model"], r["memory"]) for r in rows}
     outcomes = folder_outcomes(root, models, sorted({*conds, *(c for p in pairs for c in p)}))
@@ -289,6 +307,13 @@ def write_table(out: Path, root: Path, models: list[str], conds: list[str], titl
     if keep_absent:
         rows, legacy, old_paired, carried = carry_over(out.with_suffix(".json"), models, conds, rows, outcomes)
     paired = pairs_from(outcomes, models, pairs)
+    if bands:
+        order = {m: i for i, m in enumerate(models)}
+        paired = sorted(paired + band_pairs_from(outcomes, models, pairs, bands), key=lambda r: order[r["model"]])
+        for r in rows:
+            steps = outcomes.get((r["model"], r["memory"]), ({}, {}))[1]
+            if steps:
+                r["tf_by_step"] = band_accuracy(steps, bands)
     if legacy:  # previous lines of comparisons whose two sides were both carried without outcomes
         have = {(r["model"], r["a"], r["b"], r["kind"]) for r in paired}
         order = {m: i for i, m in enumerate(models)}
@@ -307,7 +332,8 @@ def write_table(out: Path, root: Path, models: list[str], conds: list[str], titl
                                                      for m in (line["a"], line["b"])))["share"]
     text = table_markdown(rows, title, command, paired, notes, carried, compare_dtypes, across)
     record = {"rows": rows, "paired": paired, "paired_models": across, "runs": str(root), "written": time.strftime("%Y-%m-%d"),
-              "carried": carried, "dtypes": dtypes, "outcomes": encode_outcomes(outcomes)}
+              "carried": carried, "dtypes": dtypes, "tf_bands": [band_label(b) for b in bands],
+              "outcomes": encode_outcomes(outcomes)}
     # readable rows, and the outcomes on one line (thousands of small lists)
     body = json.dumps(record | {"outcomes": None}, indent=1)
     body = body.replace('"outcomes": null', '"outcomes": ' + json.dumps(record["outcomes"], separators=(",", ":")))
