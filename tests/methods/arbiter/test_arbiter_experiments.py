@@ -53,6 +53,13 @@ def test_table_5_common_failure_tasks_are_the_three_methods_at_each_budget():
     table = behaviour_table(runs)
     assert table.loc["arbiter-500", "common_failure_tasks"] == 2 and table.loc["arbiter-750", "common_failure_tasks"] == 1
     assert table.loc["arbiter-no-gate-500", "common_failure_tasks"] == 2  # the 500 set, though it failed only t3
+    # the action agent alone sits beside them on the 500 set, and a task only it failed on is not common
+    runs["none"] = [traj(t, True) for t in tasks]
+    assert common_failure_sets(list(runs))["none"] == sets["arbiter-500"]
+    table = behaviour_table(runs)
+    assert table.loc["none", "common_failure_tasks"] == 2 and table.loc["arbiter-500", "common_failure_tasks"] == 2
+    assert "none" not in table.loc["none", "common_failure_of"]
+    assert common_failure_sets(["x", "none"]) == {"x": ("x",), "none": ("x",)}  # no trio: every name but it
 
 
 def test_the_sensitivity_runs_adopt_from_500():

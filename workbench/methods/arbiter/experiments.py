@@ -188,12 +188,16 @@ def verbatim_behaviour_table(runs: dict):
 def common_failure_sets(names: Sequence[str]) -> dict[str, tuple[str, ...]]:
     """Each condition -> the conditions whose shared failures define its common-failure tasks: the three methods
     at its budget (paper 4.4: "all three methods", 29 tasks at 500, 32 at 750); an ablation at 500 is measured on
-    the 500 set. Names that are not ``condition_name``s (or budgets without the three methods) share one set."""
+    the 500 set, and so is the reference row (``REFERENCE``, the action agent alone), which defines none of them.
+    Other names that are not ``condition_name``s (or budgets without the three methods) share one set, of every
+    name but the reference."""
     names = list(names)
+    defining = tuple(n for n in names if n != REFERENCE)
     out = {}
     for n in names:
-        trio = tuple(f"{m}-{n.rsplit('-', 1)[-1]}" for m in METHODS)
-        out[n] = trio if all(t in names for t in trio) else tuple(names)
+        budget = "500" if n == REFERENCE else n.rsplit("-", 1)[-1]
+        trio = tuple(f"{m}-{budget}" for m in METHODS)
+        out[n] = trio if all(t in names for t in trio) else defining
     return out
 
 
