@@ -103,3 +103,53 @@ def test_failure_memory_ablation_rewrites_the_action_without_the_failure_items(t
     other = traj.model_copy(update={"steps": (*steps[:4], Step(observation="Nothing happens.", action="inventory"))})
     with pytest.raises(AssertionError, match="replayed"):
         failure_memory_ablation(tiny_lm, cfg, [other], cache_dir=tmp_path / "a")
+
+
+def test_loop_switch_shows_the_hidden_episodic_record_at_a_loop(tiny_lm, expert, tmp_path, monkeypatch):
+    """At an A, B, A, B loop of a failed scoring episode, the game and the policy are replayed to the state and it
+    is scored again with every hidden Episodic item brought back focal; rows are kept per episode."""
+    from workbench.envs.alfworld import ALFWorldEnv
+    from workbench.eval.runner import RunConfig
+    from workbench.memory.trajectory import Step, Trajectory
+    from workbench.methods.arbiter.causal import loop_episodic_switch, loop_steps, summarize_loop_switch
+
+    from workbench.eval.runner import select_tasks
+
+    task = {t.task_id: t for t in select_tasks(RunConfig(out="x", tasks="all"))}[expert.task_id]
+    env = ALFWorldEnv(max_steps=50)
+    try:
+        first = env.reset(task)
+        a, b = [c for c in first.admissible_commands if c.startswith("go to ")][:2]
+        obs, steps = expert.initial_observation, []
+        for act in [a, b] * 3:
+            steps.append(Step(observation=obs, action=act))
+            obs = env.step(act).observation
+    finally:
+        env.close()
+    traj = Trajectory(task_id=expert.task_id, task_type=expert.task_type, goal=expert.goal, success=False,
+                      initial_observation=expert.initial_observation, steps=tuple(steps),
+                      meta={"final_observation": obs})
+    assert loop_steps(traj) == [3, 4, 5] and loop_steps(expert) == []
+    cfg = RunConfig(out=str(tmp_path / "r"), model="tiny", memory="arbiter", budget=500, split="valid_unseen",
+                    tasks="all")
+    rows = loop_episodic_switch(tiny_lm, cfg, [traj, expert])  # the expert succeeded: no row
+    assert len(rows) == 1
+    row = rows[0]
+    assert (row["step"], row["loop"], row["recorded"]) == (3, [a, b], b)
+    assert row["switched"] and all(i.startswith("E") for i in row["switched"])  # the loop's events were hidden
+    assert not row["noop"] and 0 <= row["p"] <= 1 and 0 <= row["p_cf"] <= 1
+    assert row["leaves_loop"] == (row["cf_choice"] not in (a, b))
+    summary = summarize_loop_switch(rows)
+    assert (summary["states"], summary["with_hidden_episodic"]) == (1, 1)
+
+    assert loop_episodic_switch(tiny_lm, cfg, [traj], cache_dir=tmp_path / "c") == rows
+    import workbench.agents.policy as policy_module
+
+    def no_replay(*a, **k):
+        raise AssertionError("replayed")
+
+    monkeypatch.setattr(policy_module, "replay", no_replay)
+    assert loop_episodic_switch(tiny_lm, cfg, [traj], cache_dir=tmp_path / "c") == rows  # read, not replayed
+    with pytest.raises(ValueError, match="decodes 'generate-verbatim', expected 'score'"):
+        loop_episodic_switch(tiny_lm, RunConfig(out="x", model="tiny", memory="arbiter", budget=500,
+                                                decode="generate-verbatim"), [traj])

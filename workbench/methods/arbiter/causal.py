@@ -27,7 +27,8 @@ from workbench.memory.trajectory import Trajectory
 from .policy import ArbiterPolicy
 
 __all__ = ["TRANSITIONS", "band_switch_effects", "summarize_band_switches", "FAILURE_ABLATIONS", "repeated_failures",
-           "failure_memory_ablation", "summarize_failure_ablation", "UNQUOTED"]
+           "failure_memory_ablation", "summarize_failure_ablation", "UNQUOTED", "loop_steps", "loop_episodic_switch",
+           "summarize_loop_switch"]
 
 TRANSITIONS = {"F->A": ("F", "A"), "A->H": ("A", "H"), "H->F": ("H", "F")}
 
@@ -191,3 +192,117 @@ def summarize_failure_ablation(rows: Sequence[dict]) -> dict:
                      "repeats_failed": mean(r[f"{name}|repeats"] for r in rs) if rs else None,
                      "changed_vs_shown": mean(r[name] != r["as shown"] for r in rs) if rs else None}
     return out
+
+
+def loop_steps(traj: Trajectory) -> list[int]:
+    """Steps k that complete an alternation A, B, A, B of two different actions (k-3 .. k): the agent is in a loop
+    between two commands, not merely going back once."""
+    from workbench.envs.alfworld_text import normalize
+
+    acts = [normalize(a) for a in traj.actions()]
+    return [k for k in range(3, len(acts)) if acts[k] == acts[k - 2] != acts[k - 1] == acts[k - 3]]
+
+
+def loop_episodic_switch(lm, cfg, trajs: Sequence[Trajectory], per_episode: int = 1,
+                         cache_dir: str | Path | None = None) -> list[dict]:
+    """Where MemArbiter loops: would showing what its Episodic bank records about the loop break it?
+
+    A scoring agent never fails a command, so its failed episodes end in loops between two commands, and the
+    Episodic bank records them (one event per command, merged over its repeats: "Steps 1, 3, 5: 'go to desk 2'
+    -> ..."). Its demand reads failed commands and the events' relevance to the subgoal, so the gate may hide
+    them. For each failed episode of run ``cfg`` (``decode="score"``), at its first ``per_episode``
+    :func:`loop_steps`, the game is replayed along the episode to the step for its admissible commands, the
+    policy is replayed to the same state, and the state is scored with P_t as shown and again with every hidden
+    Episodic item brought back focal (one counterfactual block, under the same budget).
+
+    Returns:
+        One row per state: ``task_id``, ``step``, ``recorded`` (the run's action), ``chosen`` (the factual arg-max
+        of the replay; ``replayed_same``: it is the recorded one), ``loop`` (the two commands), ``switched`` (the
+        Episodic items moved H -> F; empty: nothing hidden, ``noop``), and unless ``noop``: ``p`` / ``p_cf``
+        (p(chosen) before / after), ``cf_choice``, ``flipped`` and ``leaves_loop`` (the counterfactual choice is
+        neither command of the loop).
+
+    Each episode's rows are kept in ``cache_dir`` as they finish (:mod:`workbench.eval.task_cache`; None keeps
+    nothing), with the episode's actions: an episode played again differently is analysed again.
+    """
+    from workbench.agents.loop import Agent
+    from workbench.agents.policy import replay
+    from workbench.envs.alfworld import ALFWorldEnv
+    from workbench.envs.alfworld_text import normalize
+    from workbench.eval.runner import policy_for, select_tasks
+    from workbench.eval.task_cache import TaskCache, analysis_key
+    from workbench.models.scoring import ActionScorer
+
+    if cfg.decode != "score":
+        raise ValueError(f"loop_episodic_switch re-scores the admissible commands: run {cfg.out} decodes "
+                         f"'{cfg.decode}', expected 'score'")
+    tasks = {t.task_id: t for t in select_tasks(cfg)}
+    cache = TaskCache(cache_dir, "loop_switch", analysis_key(
+        lm, memory=cfg.memory, budget=cfg.budget, ablation=cfg.ablation, decode=cfg.decode, split=cfg.split,
+        per_episode=per_episode))
+    agent = Agent.from_model(lm)
+    env = None
+    rows: list[dict] = []
+    try:
+        for traj in trajs:
+            steps = loop_steps(traj)[:per_episode]
+            if traj.success or not steps or traj.task_id not in tasks:
+                continue
+            actions = [s.action for s in traj.steps]
+            if (done := cache.get(traj.task_id)) is not None and done["actions"] == actions:
+                rows += done["rows"]
+                continue
+            env = env or ALFWorldEnv(max_steps=cfg.max_steps)
+            result = env.reset(tasks[traj.task_id])
+            admissible = [list(result.admissible_commands)]
+            for a in actions[:max(steps)]:
+                admissible.append(list(env.step(a).admissible_commands))
+            policy = policy_for(cfg)
+            mine: list[dict] = []
+            for k, step, history, block in replay(policy, tasks[traj.task_id], traj):
+                if k > max(steps):
+                    break
+                if k not in steps:
+                    continue
+                cands = admissible[k]
+
+                def score(b):
+                    prompt = agent.build_prompt(b, traj.initial_observation, traj.goal, history, step.observation)
+                    return ActionScorer.normalise(agent.decide(prompt, cands).scores)
+
+                probs = score(block)
+                best = max(range(len(probs)), key=lambda i: probs[i])
+                live = policy.step_item_ids
+                hidden = sorted(r[0] for r in block.record["arbiter"]["items"]
+                                if r[0] in live and r[1] == "episodic" and r[3] == "H")
+                loop = [actions[k - 1], actions[k]]
+                row = {"task_id": traj.task_id, "step": k, "recorded": step.action, "chosen": cands[best],
+                       "replayed_same": normalize(cands[best]) == normalize(step.action), "loop": loop,
+                       "switched": hidden}
+                cf_block = policy.counterfactual({i: "F" for i in hidden}) if hidden else block
+                row["noop"] = cf_block.working_memory == block.working_memory
+                if not row["noop"]:
+                    cf = score(cf_block)
+                    alt = max(range(len(cf)), key=lambda i: cf[i])
+                    row.update(p=round(probs[best], 6), p_cf=round(cf[best], 6), cf_choice=cands[alt],
+                               flipped=alt != best,
+                               leaves_loop=normalize(cands[alt]) not in {normalize(a) for a in loop})
+                mine.append(row)
+            cache.put(traj.task_id, {"actions": actions, "rows": mine})
+            rows += mine
+    finally:
+        if env is not None:
+            env.close()
+    return rows
+
+
+def summarize_loop_switch(rows: Sequence[dict]) -> dict:
+    """The loop states, how many the replay reproduced, how many had hidden Episodic items to show, and over
+    those: mean p(chosen) before and after, the share whose choice flipped and the share that left the loop."""
+    scored = [r for r in rows if not r["noop"]]
+    return {"states": len(rows), "replayed_same": sum(r["replayed_same"] for r in rows),
+            "with_hidden_episodic": len(scored),
+            "p_chosen": mean(r["p"] for r in scored) if scored else None,
+            "p_chosen_shown": mean(r["p_cf"] for r in scored) if scored else None,
+            "flipped": mean(r["flipped"] for r in scored) if scored else None,
+            "leaves_loop": mean(r["leaves_loop"] for r in scored) if scored else None}
