@@ -34,7 +34,7 @@ from pathlib import Path
 import torch
 
 from workbench.eval.runner import RunConfig, run, select_tasks, teacher_forced_for
-from workbench.reporting import write_card, write_table
+from workbench.reporting import PAIRS, write_card, write_table
 
 
 def decision_rule_accuracy(lm, memory: str, split: str, tasks: str, out: Path) -> dict:
@@ -132,7 +132,7 @@ def main() -> None:
                                a.table_title, " ".join(["python", *sys.argv]), notes, a.table_keep_absent,
                                model_pairs=_model_pairs(a.table_model_pairs),
                                compare_dtypes=a.table_compare_dtypes, tf_bands=a.table_tf_bands,
-                               **({"pairs": _model_pairs(a.table_pairs, "--table-pairs", "CONDITION")} if a.table_pairs else {}))
+                               pairs=_model_pairs(a.table_pairs, "--table-pairs", "CONDITION") if a.table_pairs else PAIRS)
         except (ValueError, FileNotFoundError) as e:
             raise SystemExit(f"--table: {e}") from e
         if out.parent.name == "tables" and (out.parent.parent / "index.md").exists():

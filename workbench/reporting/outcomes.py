@@ -173,14 +173,11 @@ def band_pairs_from(outcomes: dict[tuple[str, str], Outcomes], models: list[str]
     """``pairs_from`` over the teacher-forced steps of each band alone: one line per (model, pair, band) with
     ``kind`` ``"TF steps <band>"`` (a comparison early in the expert's plan, where a memory block still holds the
     whole history, and later, where a budget may have cut it)."""
-    lines = []
-    for band in bands:
-        kept = {key: ({}, {k: v for k, v in steps.items() if in_band(k[1], band)})
-                for key, (_, steps) in outcomes.items()}
-        lines += [line | {"kind": f"TF steps {band_label(band)}"}
-                  for line in pairs_from(kept, models, pairs) if line["kind"] == "TF steps"]
-    order = {(m, a, b): i for i, (m, (a, b)) in enumerate((m, p) for m in models for p in pairs)}
-    return sorted(lines, key=lambda r: order[(r["model"], r["a"], r["b"])])  # stable: bands in order per pair
+    kept = [{key: ({}, {k: v for k, v in steps.items() if in_band(k[1], band)}) for key, (_, steps) in outcomes.items()}
+            for band in bands]  # episodes left out: only the TF lines of each band
+    return [line | {"kind": f"TF steps {band_label(band)}"}
+            for model in models for a, b in pairs for band, within in zip(bands, kept)
+            for line in _paired({"model": model, "a": a, "b": b}, within, (model, a), (model, b))]
 
 
 def band_accuracy(steps: dict[tuple[str, int], bool], bands: list[tuple[int, int | None]]) -> dict[str, list]:

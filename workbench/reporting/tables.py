@@ -307,8 +307,8 @@ def write_table(out: Path, root: Path, models: list[str], conds: list[str], titl
     if keep_absent:
         rows, legacy, old_paired, carried = carry_over(out.with_suffix(".json"), models, conds, rows, outcomes)
     paired = pairs_from(outcomes, models, pairs)
+    order = {m: i for i, m in enumerate(models)}
     if bands:
-        order = {m: i for i, m in enumerate(models)}
         paired = sorted(paired + band_pairs_from(outcomes, models, pairs, bands), key=lambda r: order[r["model"]])
         for r in rows:
             steps = outcomes.get((r["model"], r["memory"]), ({}, {}))[1]
@@ -316,7 +316,6 @@ def write_table(out: Path, root: Path, models: list[str], conds: list[str], titl
                 r["tf_by_step"] = band_accuracy(steps, bands)
     if legacy:  # previous lines of comparisons whose two sides were both carried without outcomes
         have = {(r["model"], r["a"], r["b"], r["kind"]) for r in paired}
-        order = {m: i for i, m in enumerate(models)}
         keep = [r for r in old_paired if r.get("model") in order and (r["a"], r["b"]) in pairs
                 and (r["model"], r["a"], r["b"], r["kind"]) not in have
                 and all((r["model"], c, r["kind"]) in legacy for c in (r["a"], r["b"]))]
