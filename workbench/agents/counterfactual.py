@@ -42,6 +42,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from workbench.envs.alfworld_text import normalize
+
 __all__ = ["reminder_effect", "written_reminder_effect", "mentioned_commands", "named_commands", "follows",
            "is_warning"]
 
@@ -64,23 +66,20 @@ def is_warning(reminder: str) -> bool:
     return bool(_WARN.search(reminder))
 
 
-def _norm(command: str) -> str:
-    return " ".join(command.lower().split())
-
-
 def follows(reminder: str, action: str, mentions: Sequence[str]) -> bool | None:
     """Did ``action`` do what the reminder said (the module docstring's rule)? None when it names no command."""
-    named = {_norm(c) for c in named_commands(reminder, mentions)}
+    named = {normalize(c) for c in named_commands(reminder, mentions)}
     if not named:
         return None
-    return (_norm(action) not in named) if is_warning(reminder) else (_norm(action) in named)
+    return (normalize(action) not in named) if is_warning(reminder) else (normalize(action) in named)
 
 
 def written_reminder_effect(reminder: str, admissible: Sequence[str], action: str, action_without: str) -> dict:
     """The record of one reminder for an agent that writes its action: ``action`` written with the reminder,
     ``action_without`` written from the same prompt without it (greedy both times)."""
     mentions = mentioned_commands(reminder, admissible)
-    return {"written": True, "action_without": action_without, "changed": _norm(action) != _norm(action_without),
+    return {"written": True, "action_without": action_without,
+            "changed": normalize(action) != normalize(action_without),
             "mentions": mentions, "followed": follows(reminder, action, mentions)}
 
 

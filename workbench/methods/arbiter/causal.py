@@ -33,6 +33,39 @@ __all__ = ["TRANSITIONS", "band_switch_effects", "summarize_band_switches", "FAI
 TRANSITIONS = {"F->A": ("F", "A"), "A->H": ("A", "H"), "H->F": ("H", "F")}
 
 
+def _argmax(xs: Sequence[float]) -> int:
+    return max(range(len(xs)), key=xs.__getitem__)
+
+
+def _state_scorer(agent, traj: Trajectory, history, observation: str, cands: list[str]):
+    """``score(block)``: the normalised probabilities over ``cands`` of the state after ``history``, with ``block``
+    as its memory (the one prompt of every re-scored state here: only the block differs between factual and
+    counterfactual)."""
+    from workbench.models.scoring import ActionScorer
+
+    def score(block) -> list[float]:
+        prompt = agent.build_prompt(block, traj.initial_observation, traj.goal, history, observation)
+        return ActionScorer.normalise(agent.decide(prompt, cands).scores)
+    return score
+
+
+def _rows_per_episode(cache, trajs: Sequence[Trajectory], pick, analyse) -> list[dict]:
+    """The rows of every episode that ``pick(traj)`` gives steps for: from ``cache`` where the episode's actions
+    are the ones analysed before, else ``analyse(traj, steps)``, kept in ``cache`` as each episode finishes."""
+    rows: list[dict] = []
+    for traj in trajs:
+        if not (steps := pick(traj)):
+            continue
+        actions = traj.actions()
+        if (done := cache.get(traj.task_id)) is not None and done["actions"] == actions:
+            rows += done["rows"]
+            continue
+        mine = analyse(traj, steps)
+        cache.put(traj.task_id, {"actions": actions, "rows": mine})
+        rows += mine
+    return rows
+
+
 def band_switch_effects(agent, policy: ArbiterPolicy, traj: Trajectory, admissible: Sequence[Sequence[str]],
                         steps: Sequence[int] | None = None, per_transition: int = 4) -> list[dict]:
     """One row per (step, item, transition) of the module docstring.
@@ -45,9 +78,7 @@ def band_switch_effects(agent, policy: ArbiterPolicy, traj: Trajectory, admissib
         steps: which steps to intervene at (default: all).
         per_transition: at most this many items per transition and step (highest eta first).
     """
-    from workbench.agents.loop import build_prompt
     from workbench.agents.policy import replay
-    from workbench.models.scoring import ActionScorer
     from workbench.training.layouts import task_of
 
     rows: list[dict] = []
@@ -56,13 +87,9 @@ def band_switch_effects(agent, policy: ArbiterPolicy, traj: Trajectory, admissib
     for k, step, hist, block in replay(policy, task_of(traj), traj):
         if k in wanted and admissible[k]:
             cands = list(admissible[k])
-
-            def score(b):
-                p = build_prompt(agent.builder, b, traj.initial_observation, traj.goal, hist, step.observation)
-                return ActionScorer.normalise(agent.decide(p, cands).scores), p
-
-            probs, factual = score(block)
-            best = max(range(len(probs)), key=lambda i: probs[i])
+            score = _state_scorer(agent, traj, hist, step.observation, cands)
+            probs = score(block)
+            best = _argmax(probs)
             live = policy.step_item_ids
             bands = {r[0]: (r[1], r[3]) for r in block.record["arbiter"]["items"] if r[0] in live}  # id -> (bank, shown)
             etas = {r[0]: r[4] for r in block.record["arbiter"]["items"]}
@@ -75,10 +102,9 @@ def band_switch_effects(agent, policy: ArbiterPolicy, traj: Trajectory, admissib
                     if cf_block.working_memory == block.working_memory:
                         rows.append(row | {"noop": True})
                         continue
-                    cf, _ = score(cf_block)
-                    alt = max(range(len(cf)), key=lambda i: cf[i])
+                    cf = score(cf_block)
                     rows.append(row | {"noop": False, "p": round(probs[best], 6), "p_cf": round(cf[best], 6),
-                                       "delta_p": round(cf[best] - probs[best], 6), "flipped": alt != best})
+                                       "delta_p": round(cf[best] - probs[best], 6), "flipped": _argmax(cf) != best})
     return rows
 
 
@@ -137,9 +163,8 @@ def failure_memory_ablation(lm, cfg, trajs: Sequence[Trajectory], per_episode: i
     from workbench.agents.policy import replay
     from workbench.envs.alfworld_text import normalize
     from workbench.eval.runner import policy_for, select_tasks
-    from workbench.models.generation import generate_action
-
     from workbench.eval.task_cache import TaskCache, analysis_key
+    from workbench.models.generation import generate_action
 
     tasks = {t.task_id: t for t in select_tasks(cfg)}
     cache = TaskCache(cache_dir, "failure_ablation", analysis_key(
@@ -147,38 +172,33 @@ def failure_memory_ablation(lm, cfg, trajs: Sequence[Trajectory], per_episode: i
         per_episode=per_episode, variants={k: v if v is None else list(v) for k, v in FAILURE_ABLATIONS.items()},
         unquoted=UNQUOTED))
     agent = Agent.from_model(lm)
-    rows: list[dict] = []
-    for traj in trajs:
-        steps = repeated_failures(traj)[:per_episode]
-        if not steps or traj.task_id not in tasks:
-            continue
-        actions = [s.action for s in traj.steps]
-        if (done := cache.get(traj.task_id)) is not None and done["actions"] == actions:
-            rows += done["rows"]
-            continue
+
+    def analyse(traj: Trajectory, steps: list[int]) -> list[dict]:
         mine: list[dict] = []
         for k, step, history, block in replay(policy_for(cfg), tasks[traj.task_id], traj):
             if k > max(steps):
                 break
-            if k in steps:
-                failed = traj.steps[k - 1].action
-                row = {"task_id": traj.task_id, "step": k, "recorded": step.action, "failed": failed}
-                quoted = re.compile(re.escape(failed), re.I)
-                for name, banks in FAILURE_ABLATIONS.items():
-                    if banks is None:
-                        wm = tuple(replace(p, text=quoted.sub(UNQUOTED, p.text)) for p in block.working_memory)
-                    else:
-                        wm = tuple(p for p in block.working_memory if p.bank not in banks)
-                    row[f"{name}|noop"] = name != "as shown" and wm == tuple(block.working_memory)
-                    prompt = agent.build_prompt(replace(block, working_memory=wm), traj.initial_observation,
-                                                traj.goal, history, step.observation)
-                    action = generate_action(lm, list(prompt.tokens), [failed]).parsed
-                    row[name] = action
-                    row[f"{name}|repeats"] = normalize(action) == normalize(failed)
-                mine.append(row)
-        cache.put(traj.task_id, {"actions": actions, "rows": mine})
-        rows += mine
-    return rows
+            if k not in steps:
+                continue
+            failed = traj.steps[k - 1].action
+            row = {"task_id": traj.task_id, "step": k, "recorded": step.action, "failed": failed}
+            quoted = re.compile(re.escape(failed), re.I)
+            for name, banks in FAILURE_ABLATIONS.items():
+                if banks is None:
+                    wm = tuple(replace(p, text=quoted.sub(UNQUOTED, p.text)) for p in block.working_memory)
+                else:
+                    wm = tuple(p for p in block.working_memory if p.bank not in banks)
+                row[f"{name}|noop"] = name != "as shown" and wm == tuple(block.working_memory)
+                prompt = agent.build_prompt(replace(block, working_memory=wm), traj.initial_observation,
+                                            traj.goal, history, step.observation)
+                action = generate_action(lm, list(prompt.tokens), [failed]).parsed
+                row[name] = action
+                row[f"{name}|repeats"] = normalize(action) == normalize(failed)
+            mine.append(row)
+        return mine
+
+    return _rows_per_episode(
+        cache, trajs, lambda t: repeated_failures(t)[:per_episode] if t.task_id in tasks else [], analyse)
 
 
 def summarize_failure_ablation(rows: Sequence[dict]) -> dict:
@@ -231,7 +251,6 @@ def loop_episodic_switch(lm, cfg, trajs: Sequence[Trajectory], per_episode: int 
     from workbench.envs.alfworld_text import normalize
     from workbench.eval.runner import policy_for, select_tasks
     from workbench.eval.task_cache import TaskCache, analysis_key
-    from workbench.models.scoring import ActionScorer
 
     if cfg.decode != "score":
         raise ValueError(f"loop_episodic_switch re-scores the admissible commands: run {cfg.out} decodes "
@@ -241,59 +260,51 @@ def loop_episodic_switch(lm, cfg, trajs: Sequence[Trajectory], per_episode: int 
         lm, memory=cfg.memory, budget=cfg.budget, ablation=cfg.ablation, decode=cfg.decode, split=cfg.split,
         per_episode=per_episode))
     agent = Agent.from_model(lm)
-    env = None
-    rows: list[dict] = []
+    envs: list = []  # one game environment, opened at the first episode not in the cache
+
+    def analyse(traj: Trajectory, steps: list[int]) -> list[dict]:
+        if not envs:
+            envs.append(ALFWorldEnv(max_steps=cfg.max_steps))
+        env, actions = envs[0], traj.actions()
+        admissible = [list(env.reset(tasks[traj.task_id]).admissible_commands)]
+        for a in actions[:max(steps)]:
+            admissible.append(list(env.step(a).admissible_commands))
+        policy = policy_for(cfg)
+        mine: list[dict] = []
+        for k, step, history, block in replay(policy, tasks[traj.task_id], traj):
+            if k > max(steps):
+                break
+            if k not in steps:
+                continue
+            cands = admissible[k]
+            score = _state_scorer(agent, traj, history, step.observation, cands)
+            probs = score(block)
+            best = _argmax(probs)
+            live = policy.step_item_ids
+            hidden = sorted(r[0] for r in block.record["arbiter"]["items"]
+                            if r[0] in live and r[1] == "episodic" and r[3] == "H")
+            loop = [actions[k - 1], actions[k]]
+            row = {"task_id": traj.task_id, "step": k, "recorded": step.action, "chosen": cands[best],
+                   "replayed_same": normalize(cands[best]) == normalize(step.action), "loop": loop,
+                   "switched": hidden}
+            cf_block = policy.counterfactual({i: "F" for i in hidden}) if hidden else block
+            row["noop"] = cf_block.working_memory == block.working_memory
+            if not row["noop"]:
+                cf = score(cf_block)
+                alt = _argmax(cf)
+                row.update(p=round(probs[best], 6), p_cf=round(cf[best], 6), cf_choice=cands[alt],
+                           flipped=alt != best, leaves_loop=normalize(cands[alt]) not in {normalize(a) for a in loop})
+            mine.append(row)
+        return mine
+
+    def pick(traj: Trajectory) -> list[int]:
+        return [] if traj.success or traj.task_id not in tasks else loop_steps(traj)[:per_episode]
+
     try:
-        for traj in trajs:
-            steps = loop_steps(traj)[:per_episode]
-            if traj.success or not steps or traj.task_id not in tasks:
-                continue
-            actions = [s.action for s in traj.steps]
-            if (done := cache.get(traj.task_id)) is not None and done["actions"] == actions:
-                rows += done["rows"]
-                continue
-            env = env or ALFWorldEnv(max_steps=cfg.max_steps)
-            result = env.reset(tasks[traj.task_id])
-            admissible = [list(result.admissible_commands)]
-            for a in actions[:max(steps)]:
-                admissible.append(list(env.step(a).admissible_commands))
-            policy = policy_for(cfg)
-            mine: list[dict] = []
-            for k, step, history, block in replay(policy, tasks[traj.task_id], traj):
-                if k > max(steps):
-                    break
-                if k not in steps:
-                    continue
-                cands = admissible[k]
-
-                def score(b):
-                    prompt = agent.build_prompt(b, traj.initial_observation, traj.goal, history, step.observation)
-                    return ActionScorer.normalise(agent.decide(prompt, cands).scores)
-
-                probs = score(block)
-                best = max(range(len(probs)), key=lambda i: probs[i])
-                live = policy.step_item_ids
-                hidden = sorted(r[0] for r in block.record["arbiter"]["items"]
-                                if r[0] in live and r[1] == "episodic" and r[3] == "H")
-                loop = [actions[k - 1], actions[k]]
-                row = {"task_id": traj.task_id, "step": k, "recorded": step.action, "chosen": cands[best],
-                       "replayed_same": normalize(cands[best]) == normalize(step.action), "loop": loop,
-                       "switched": hidden}
-                cf_block = policy.counterfactual({i: "F" for i in hidden}) if hidden else block
-                row["noop"] = cf_block.working_memory == block.working_memory
-                if not row["noop"]:
-                    cf = score(cf_block)
-                    alt = max(range(len(cf)), key=lambda i: cf[i])
-                    row.update(p=round(probs[best], 6), p_cf=round(cf[best], 6), cf_choice=cands[alt],
-                               flipped=alt != best,
-                               leaves_loop=normalize(cands[alt]) not in {normalize(a) for a in loop})
-                mine.append(row)
-            cache.put(traj.task_id, {"actions": actions, "rows": mine})
-            rows += mine
+        return _rows_per_episode(cache, trajs, pick, analyse)
     finally:
-        if env is not None:
+        for env in envs:
             env.close()
-    return rows
 
 
 def summarize_loop_switch(rows: Sequence[dict]) -> dict:
