@@ -200,6 +200,19 @@ def _cmd_utilization(a: argparse.Namespace) -> int:
     return 0
 
 
+def _head_experiment_args(p: argparse.ArgumentParser, tasks: str, heads_help: str) -> None:
+    """The options `heads ablate` and `utilization` share: the model, its tasks, and which heads."""
+    p.add_argument("--model", default=DEFAULT_AGENT, help=MODEL_HELP)
+    _dtype_arg(p)
+    p.add_argument("--split", default="valid_unseen")
+    p.add_argument("--tasks", default=tasks, help="teacher-forced tasks (slice)")
+    p.add_argument("--episode-tasks", default="", help="episode tasks (slice; empty: teacher forcing only)")
+    p.add_argument("--max-steps", type=int, default=50)
+    p.add_argument("--scores", help="head_scores.json of this model")
+    p.add_argument("--heads", nargs="*", help=f"{heads_help} as LAYER.HEAD (instead of the top --k of --scores)")
+    p.add_argument("--k", type=int, default=5)
+
+
 def _dtype_arg(p: argparse.ArgumentParser) -> None:
     from workbench.eval.runner import DTYPES
 
@@ -490,15 +503,7 @@ def build_parser() -> argparse.ArgumentParser:
     sc.set_defaults(fn=_cmd_heads_score)
 
     ab = hs.add_parser("ablate", help="ICL / Traj / Traj with top-k or random-k heads masked (Figure 2)")
-    ab.add_argument("--model", default=DEFAULT_AGENT, help=MODEL_HELP)
-    _dtype_arg(ab)
-    ab.add_argument("--split", default="valid_unseen")
-    ab.add_argument("--tasks", default="0:20", help="teacher-forced tasks (slice)")
-    ab.add_argument("--episode-tasks", default="", help="episode tasks (slice; empty: teacher forcing only)")
-    ab.add_argument("--max-steps", type=int, default=50)
-    ab.add_argument("--scores", help="head_scores.json of this model")
-    ab.add_argument("--heads", nargs="*", help="heads to mask as LAYER.HEAD (instead of the top --k of --scores)")
-    ab.add_argument("--k", type=int, default=5)
+    _head_experiment_args(ab, tasks="0:20", heads_help="heads to mask")
     ab.add_argument("--n-random", type=int, default=3)
     ab.add_argument("--seed", type=int, default=0)
     ab.add_argument("--baselines", nargs="+", default=["none", "icl"], help="unmasked reference arms: none icl")
@@ -506,15 +511,7 @@ def build_parser() -> argparse.ArgumentParser:
     ab.set_defaults(fn=_cmd_heads_ablate)
 
     u = sub.add_parser("utilization", help="C per task with the retrieval heads + the segment-masking test (Figure 3)")
-    u.add_argument("--model", default=DEFAULT_AGENT, help=MODEL_HELP)
-    _dtype_arg(u)
-    u.add_argument("--split", default="valid_unseen")
-    u.add_argument("--tasks", default="0:10", help="teacher-forced tasks (slice)")
-    u.add_argument("--episode-tasks", default="", help="episode tasks (slice; empty: teacher forcing only)")
-    u.add_argument("--max-steps", type=int, default=50)
-    u.add_argument("--scores", help="head_scores.json of this model")
-    u.add_argument("--heads", nargs="*", help="retrieval heads as LAYER.HEAD (instead of the top --k of --scores)")
-    u.add_argument("--k", type=int, default=5)
+    _head_experiment_args(u, tasks="0:10", heads_help="retrieval heads")
     u.add_argument("--fraction", type=float, default=0.2)
     u.add_argument("--carriers", default="none", help="none | all: keep the top heads per segment and step")
     u.add_argument("--out", required=True, help="folder (utilization.jsonl, segment_masking.json)")
