@@ -99,3 +99,15 @@ def test_bf16_picks_the_planted_action_like_fp32_with_finite_fp32_log_probs(lms)
 def test_generate_action_runs_in_bf16(lms):
     gen = generate_action(lms["bfloat16"], _prefixes()[0], CANDIDATES, max_new_tokens=4)
     assert gen.action in CANDIDATES
+
+
+def test_the_prefix_generator_writes_in_bf16_what_generate_action_writes(lms):
+    """The cached prefix in bf16 (keys and values stored in bf16) writes the reply a whole-prompt generation writes."""
+    from workbench.models.generation import PrefixGenerator
+
+    gen = PrefixGenerator(lms["bfloat16"], max_new_tokens=4)
+    prefixes = _prefixes()
+    for prefix in prefixes:
+        ref = generate_action(lms["bfloat16"], prefix[:-1] + prefix[-1:], CANDIDATES, max_new_tokens=4)
+        assert gen.generate(prefix[:-1], prefix[-1:], CANDIDATES) == ref
+    assert gen.reused_tokens == len(prefixes[0])  # the last prompt shares the episode's first prefix

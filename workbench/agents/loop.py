@@ -15,7 +15,7 @@ from workbench.agents.policy import MemoryBlock, MemoryPolicy
 from workbench.envs.base import Environment, Task
 from workbench.envs.normalize import split_initial_observation
 from workbench.memory.trajectory import Step, Trajectory
-from workbench.models.generation import generate_action
+from workbench.models.generation import PrefixGenerator
 from workbench.models.scoring import ActionScorer, ForwardLayout, ScoreResult
 from workbench.prompts.layout import BuiltPrompt, PromptBuilder
 from workbench.prompts.working_memory import build_working_memory_prompt
@@ -86,6 +86,8 @@ class Agent:
             and execute it as written).
         record_admissible: keep each step's admissible commands in its record (on-policy data needs them to
             label the state and to draw negatives).
+        generator: writes the actions when ``decode`` is not ``score`` (default: a :class:`PrefixGenerator` on
+            the scorer's model that reuses the prefix's KV cache exactly when the scorer does).
     """
 
     scorer: ActionScorer
@@ -93,9 +95,12 @@ class Agent:
     keep_prompts: bool = False
     decode: str = "score"
     record_admissible: bool = False
+    generator: PrefixGenerator | None = None
 
     def __post_init__(self) -> None:
         check_decode(self.decode)
+        if self.generator is None:
+            self.generator = PrefixGenerator(self.scorer.lm, reuse_cache=self.scorer.reuse_cache)
 
     @classmethod
     def from_model(cls, lm: Any, reuse_cache: bool = True, **kw) -> "Agent":
@@ -131,6 +136,7 @@ class Agent:
         """Play one episode of ``task`` with ``policy`` deciding the memory at each step."""
         t0 = time.perf_counter()
         self.scorer.reset()
+        self.generator.reset()
         res = env.reset(task)
         room, goal = split_initial_observation(res.observation)
         policy.begin(task, goal, room)
@@ -158,13 +164,14 @@ class Agent:
             }
             thought = None
             if self.decode != "score":
-                gen = generate_action(self.scorer.lm, prompt.tokens, admissible)
+                gen = self.generator.generate(prompt.prefix, prompt.suffix, admissible)
                 verbatim = self.decode == "generate-verbatim"
                 action, thought = (gen.parsed if verbatim else gen.action), gen.thought
-                record.update(generated=gen.text, parsed_action=gen.parsed, exact_parse=gen.exact)
+                record.update(generated=gen.text, parsed_action=gen.parsed, exact_parse=gen.exact,
+                              reused_tokens=self.generator.reused_tokens)
                 if block.reminder:  # what the reminder did: the same prompt without it, written again
                     bare = self.build_prompt(replace(block, reminder=None), room, goal, history, obs)
-                    again = generate_action(self.scorer.lm, bare.tokens, admissible)
+                    again = self.generator.generate(bare.prefix, bare.suffix, admissible)
                     record["reminder_effect"] = written_reminder_effect(
                         block.reminder, admissible, action, again.parsed if verbatim else again.action)
             else:

@@ -52,15 +52,17 @@ def test_an_agent_that_writes_its_action_writes_it_again_without_the_reminder(ti
     from workbench.eval.interventions import intervention_metrics
     from workbench.eval.runner import RunConfig, build_policy, select_tasks
 
-    calls = []
-    real = loop.generate_action
+    from workbench.envs.alfworld_text import normalize
 
-    def spy(lm, tokens, admissible, **kw):
-        gen = real(lm, tokens, admissible, **kw)
-        calls.append((list(tokens), gen.parsed))
+    calls = []
+    real = loop.PrefixGenerator.generate
+
+    def spy(self, prefix, suffix, admissible):
+        gen = real(self, prefix, suffix, admissible)
+        calls.append((list(prefix) + list(suffix), gen.parsed))
         return gen
 
-    monkeypatch.setattr(loop, "generate_action", spy)
+    monkeypatch.setattr(loop.PrefixGenerator, "generate", spy)
     task = select_tasks(RunConfig(out="-", split="valid_unseen", tasks="0:1", memory="none"))[0]
     env = ALFWorldEnv(max_steps=3)
     try:
@@ -78,7 +80,7 @@ def test_an_agent_that_writes_its_action_writes_it_again_without_the_reminder(ti
         assert rec["reminder"] in tok.decode(with_tokens) and rec["reminder"] not in tok.decode(bare_tokens)
         eff = rec["reminder_effect"]
         assert eff["written"] and "p_action" not in eff and eff["action_without"] == again
-        assert eff["changed"] == (" ".join(again.lower().split()) != " ".join(written.lower().split()))
+        assert eff["changed"] == (normalize(again) != normalize(written))
         assert eff["followed"] == follows(rec["reminder"], step.action, eff["mentions"])
     assert k == len(calls) == 2 * len(traj.steps)
     summary = intervention_metrics([traj])["reminder_effect"]
