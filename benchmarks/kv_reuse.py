@@ -61,6 +61,8 @@ def main() -> None:
             g2 = fresh.generator.generate(prompt.prefix, prompt.suffix, cands)
             t2 = time.perf_counter()
             identical += g1.text == g2.text
+            if g1.text != g2.text:
+                print(f"step {t} ({prompt.n_tokens} tokens): reuse wrote {g1.text!r}, re-encode {g2.text!r}")
             action = g1.action
         if t:  # step 0 encodes the whole prompt in both
             t_reuse.append(t1 - t0)
