@@ -21,7 +21,7 @@ from typing import Any
 from workbench.memory.trajectory import (TrajectoryFormatError, append_jsonl, atomic_write_text, cut_torn_tail,
                                          iter_jsonl_dicts)
 
-__all__ = ["TaskCache", "analysis_key"]
+__all__ = ["TaskCache", "analysis_key", "rows_per_episode"]
 
 
 class TaskCache:
@@ -69,3 +69,22 @@ def analysis_key(lm, **params) -> dict:
     from workbench.models.adapters import model_adapter_hash
 
     return {"model": lm.name, "adapter": model_adapter_hash(lm.name), "dtype": lm.dtype, **params}
+
+
+def rows_per_episode(cache: TaskCache, trajs, pick, analyse) -> list[dict]:
+    """The rows of an analysis of recorded episodes, one episode at a time: for every episode ``traj`` that
+    ``pick(traj)`` gives steps for, ``cache``'s rows where the episode's actions are the ones analysed before,
+    else ``analyse(traj, steps)``'s, kept in ``cache`` (with the actions) as each episode finishes: an episode
+    played again differently is analysed again."""
+    rows: list[dict] = []
+    for traj in trajs:
+        if not (steps := pick(traj)):
+            continue
+        actions = traj.actions()
+        if (done := cache.get(traj.task_id)) is not None and done["actions"] == actions:
+            rows += done["rows"]
+            continue
+        mine = analyse(traj, steps)
+        cache.put(traj.task_id, {"actions": actions, "rows": mine})
+        rows += mine
+    return rows

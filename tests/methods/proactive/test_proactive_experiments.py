@@ -155,3 +155,47 @@ def test_written_action_table_reads_failures_and_what_the_warning_did():
     assert row["reminders after a failure"] == 1
     assert (row["repeats the failed command with the reminder"], row["without it"]) == (0, 1)
     assert table.loc["none-verbatim", "reminders after a failure"] == 0 and row["success_%"] == 100
+
+
+def test_the_reminder_quote_ablation_writes_the_action_again_four_ways_at_each_state_after_a_failure(tiny_lm, tmp_path,
+                                                                                                    monkeypatch):
+    """A random model's written commands all fail, so every reminder step after the first is such a state. The
+    replay gives the reminder played and writes the recorded command; unquoted / placebo / without write from
+    other prompts; the rows come back from the cache, and a scoring run is refused."""
+    from dataclasses import replace
+
+    from workbench.eval.behaviour import failures
+    from workbench.eval.runner import RunConfig, load_run, run
+    from workbench.methods.proactive.experiments import (REMINDER_ABLATIONS, reminder_quote_ablation,
+                                                         summarize_reminder_quote)
+    from workbench.models.generation import PrefixGenerator
+
+    cfg = RunConfig(out=str(tmp_path / "proactive-always-verbatim"), split="valid_unseen", tasks="0:2",
+                    memory="proactive-always", interval=1, max_steps=5, decode="generate-verbatim",
+                    teacher_forcing=False, model=tiny_lm.name)
+    run(cfg, lm=tiny_lm, progress=False)
+    trajs = load_run(cfg.out)[0]
+    states = [(t.task_id, k) for t in trajs for k, rec in enumerate(t.meta["steps"])
+              if rec.get("reminder") and k - 1 in set(failures(t))]
+    assert len(states) >= 4
+    rows = reminder_quote_ablation(tiny_lm, cfg, trajs, cache_dir=tmp_path / "analysis")
+    assert [(r["task_id"], r["step"]) for r in rows] == states
+    by_task = {t.task_id: t for t in trajs}
+    for r in rows:
+        rec = by_task[r["task_id"]].meta["steps"][r["step"]]
+        assert r["replayed_same"] and r["as played"] == r["recorded"] and r["reminder"] == rec["reminder"]
+        assert r["without"] == rec["reminder_effect"]["action_without"]  # the run wrote it the same way
+        assert r["quoted"] == (r["failed"].lower() in r["reminder"].lower())
+        assert all(isinstance(r[f"{v}|repeats"], bool) for v in REMINDER_ABLATIONS)
+    summary = summarize_reminder_quote(rows)
+    assert list(summary.index) == list(REMINDER_ABLATIONS) and summary.attrs["replayed_same"] == len(rows)
+    assert summary.loc["as played", "writes another command than as played"] == 0
+    assert summary.loc["unquoted", "states"] == sum(r["quoted"] for r in rows)
+
+    def no_generation(*a, **k):
+        raise AssertionError("cached episodes are not analysed again")
+
+    monkeypatch.setattr(PrefixGenerator, "generate", no_generation)
+    assert reminder_quote_ablation(tiny_lm, cfg, trajs, cache_dir=tmp_path / "analysis") == rows
+    with pytest.raises(ValueError, match="expected 'generate-verbatim'"):
+        reminder_quote_ablation(tiny_lm, replace(cfg, decode="score"), trajs)

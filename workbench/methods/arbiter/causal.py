@@ -49,23 +49,6 @@ def _state_scorer(agent, traj: Trajectory, history, observation: str, cands: lis
     return score
 
 
-def _rows_per_episode(cache, trajs: Sequence[Trajectory], pick, analyse) -> list[dict]:
-    """The rows of every episode that ``pick(traj)`` gives steps for: from ``cache`` where the episode's actions
-    are the ones analysed before, else ``analyse(traj, steps)``, kept in ``cache`` as each episode finishes."""
-    rows: list[dict] = []
-    for traj in trajs:
-        if not (steps := pick(traj)):
-            continue
-        actions = traj.actions()
-        if (done := cache.get(traj.task_id)) is not None and done["actions"] == actions:
-            rows += done["rows"]
-            continue
-        mine = analyse(traj, steps)
-        cache.put(traj.task_id, {"actions": actions, "rows": mine})
-        rows += mine
-    return rows
-
-
 def band_switch_effects(agent, policy: ArbiterPolicy, traj: Trajectory, admissible: Sequence[Sequence[str]],
                         steps: Sequence[int] | None = None, per_transition: int = 4) -> list[dict]:
     """One row per (step, item, transition) of the module docstring.
@@ -163,7 +146,7 @@ def failure_memory_ablation(lm, cfg, trajs: Sequence[Trajectory], per_episode: i
     from workbench.agents.policy import replay
     from workbench.envs.alfworld_text import normalize
     from workbench.eval.runner import policy_for, select_tasks
-    from workbench.eval.task_cache import TaskCache, analysis_key
+    from workbench.eval.task_cache import TaskCache, analysis_key, rows_per_episode
     from workbench.models.generation import generate_action
 
     tasks = {t.task_id: t for t in select_tasks(cfg)}
@@ -197,7 +180,7 @@ def failure_memory_ablation(lm, cfg, trajs: Sequence[Trajectory], per_episode: i
             mine.append(row)
         return mine
 
-    return _rows_per_episode(
+    return rows_per_episode(
         cache, trajs, lambda t: repeated_failures(t)[:per_episode] if t.task_id in tasks else [], analyse)
 
 
@@ -250,7 +233,7 @@ def loop_episodic_switch(lm, cfg, trajs: Sequence[Trajectory], per_episode: int 
     from workbench.envs.alfworld import ALFWorldEnv
     from workbench.envs.alfworld_text import normalize
     from workbench.eval.runner import policy_for, select_tasks
-    from workbench.eval.task_cache import TaskCache, analysis_key
+    from workbench.eval.task_cache import TaskCache, analysis_key, rows_per_episode
 
     if cfg.decode != "score":
         raise ValueError(f"loop_episodic_switch re-scores the admissible commands: run {cfg.out} decodes "
@@ -301,7 +284,7 @@ def loop_episodic_switch(lm, cfg, trajs: Sequence[Trajectory], per_episode: int 
         return [] if traj.success or traj.task_id not in tasks else loop_steps(traj)[:per_episode]
 
     try:
-        return _rows_per_episode(cache, trajs, pick, analyse)
+        return rows_per_episode(cache, trajs, pick, analyse)
     finally:
         for env in envs:
             env.close()
