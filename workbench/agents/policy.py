@@ -13,7 +13,7 @@ from typing import Protocol, runtime_checkable
 from workbench.envs.base import Task
 from workbench.memory.trajectory import MemoryEntry, Step, Trajectory
 
-__all__ = ["MemoryBlock", "MemoryPolicy", "replay", "NoMemory", "FixedICL", "RetrievedTrajectory", "FixedEntry", "OtherTypeTrajectory", "RandomSameType", "register_policy", "get_policy", "policy_options", "list_policies"]
+__all__ = ["MemoryBlock", "MemoryPolicy", "replay", "replay_at", "NoMemory", "FixedICL", "RetrievedTrajectory", "FixedEntry", "OtherTypeTrajectory", "RandomSameType", "register_policy", "get_policy", "policy_options", "list_policies"]
 
 
 @dataclass(frozen=True)
@@ -76,6 +76,17 @@ def replay(policy: MemoryPolicy, task: Task, traj: Trajectory):
         history = list(traj.steps[:k])
         yield k, step, history, policy.memory(k, history)
         policy.observe(step, traj.steps[k + 1].observation if k + 1 < traj.n_steps else final)
+
+
+def replay_at(policy: MemoryPolicy, task: Task, traj: Trajectory, steps):
+    """:func:`replay`, yielding only at ``steps`` (sorted or not) and stopping after the last of them."""
+    wanted = set(steps)
+    last = max(wanted, default=-1)
+    for k, step, history, block in replay(policy, task, traj):
+        if k > last:
+            return
+        if k in wanted:
+            yield k, step, history, block
 
 
 def _pieces(entry: MemoryEntry) -> tuple:

@@ -14,6 +14,7 @@ import torch
 
 from workbench.envs.normalize import to_admissible
 from workbench.models.loading import LoadedModel
+from workbench.models.scoring import common_prefix_len
 
 __all__ = ["GeneratedAction", "parse_action", "closest_admissible", "generate_action", "PrefixGenerator"]
 
@@ -95,12 +96,7 @@ class PrefixGenerator:
     def _keep(self, prefix: list[int]) -> int:
         if not self.reuse_cache or self._cache is None:
             return 0
-        n = 0
-        for a, b in zip(self._cached, prefix):
-            if a != b:
-                break
-            n += 1
-        return n
+        return common_prefix_len(self._cached, prefix)
 
     @torch.no_grad()
     def generate(self, prefix: list[int], suffix: list[int], admissible: list[str]) -> GeneratedAction:

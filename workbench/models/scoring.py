@@ -26,7 +26,7 @@ import torch
 
 from workbench.models.loading import LoadedModel
 
-__all__ = ["ForwardLayout", "ScoreResult", "ActionScorer"]
+__all__ = ["ForwardLayout", "ScoreResult", "ActionScorer", "common_prefix_len"]
 
 
 @dataclass(frozen=True)
@@ -90,6 +90,16 @@ def _trie(cands: list[list[int]]) -> tuple[list[int], list[int], list[int], list
     return tok, parent, depth, paths
 
 
+def common_prefix_len(a: list[int], b: list[int]) -> int:
+    """How many leading tokens ``a`` and ``b`` share (the cached prefix a new prompt can reuse)."""
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
 class ActionScorer:
     """Scores candidate continuations of a prompt, reusing the KV cache of the longest common prefix.
 
@@ -127,11 +137,7 @@ class ActionScorer:
     def _common_prefix(self, prefix: list[int]) -> int:
         if not self.reuse_cache or self._cache is None:
             return 0
-        n = 0
-        for a, b in zip(self._cached, prefix):
-            if a != b:
-                break
-            n += 1
+        n = common_prefix_len(self._cached, prefix)
         # Keep at least one new token so the forward always has a query for the prefix end.
         return min(n, len(prefix) - 1) if n == len(prefix) else n
 

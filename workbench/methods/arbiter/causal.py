@@ -61,14 +61,13 @@ def band_switch_effects(agent, policy: ArbiterPolicy, traj: Trajectory, admissib
         steps: which steps to intervene at (default: all).
         per_transition: at most this many items per transition and step (highest eta first).
     """
-    from workbench.agents.policy import replay
+    from workbench.agents.policy import replay_at
     from workbench.training.layouts import task_of
 
     rows: list[dict] = []
-    wanted = set(range(traj.n_steps)) if steps is None else set(steps)
     agent.scorer.reset()
-    for k, step, hist, block in replay(policy, task_of(traj), traj):
-        if k in wanted and admissible[k]:
+    for k, step, hist, block in replay_at(policy, task_of(traj), traj, range(traj.n_steps) if steps is None else steps):
+        if admissible[k]:
             cands = list(admissible[k])
             score = _state_scorer(agent, traj, hist, step.observation, cands)
             probs = score(block)
@@ -143,7 +142,7 @@ def failure_memory_ablation(lm, cfg, trajs: Sequence[Trajectory], per_episode: i
     from dataclasses import replace
 
     from workbench.agents.loop import Agent
-    from workbench.agents.policy import replay
+    from workbench.agents.policy import replay_at
     from workbench.envs.alfworld_text import normalize
     from workbench.eval.runner import policy_for, select_tasks
     from workbench.eval.task_cache import TaskCache, analysis_key, rows_per_episode
@@ -158,11 +157,7 @@ def failure_memory_ablation(lm, cfg, trajs: Sequence[Trajectory], per_episode: i
 
     def analyse(traj: Trajectory, steps: list[int]) -> list[dict]:
         mine: list[dict] = []
-        for k, step, history, block in replay(policy_for(cfg), tasks[traj.task_id], traj):
-            if k > max(steps):
-                break
-            if k not in steps:
-                continue
+        for k, step, history, block in replay_at(policy_for(cfg), tasks[traj.task_id], traj, steps):
             failed = traj.steps[k - 1].action
             row = {"task_id": traj.task_id, "step": k, "recorded": step.action, "failed": failed}
             quoted = re.compile(re.escape(failed), re.I)
@@ -229,7 +224,7 @@ def loop_episodic_switch(lm, cfg, trajs: Sequence[Trajectory], per_episode: int 
     nothing), with the episode's actions: an episode played again differently is analysed again.
     """
     from workbench.agents.loop import Agent
-    from workbench.agents.policy import replay
+    from workbench.agents.policy import replay_at
     from workbench.envs.alfworld import ALFWorldEnv
     from workbench.envs.alfworld_text import normalize
     from workbench.eval.runner import policy_for, select_tasks
@@ -254,11 +249,7 @@ def loop_episodic_switch(lm, cfg, trajs: Sequence[Trajectory], per_episode: int 
             admissible.append(list(env.step(a).admissible_commands))
         policy = policy_for(cfg)
         mine: list[dict] = []
-        for k, step, history, block in replay(policy, tasks[traj.task_id], traj):
-            if k > max(steps):
-                break
-            if k not in steps:
-                continue
+        for k, step, history, block in replay_at(policy, tasks[traj.task_id], traj, steps):
             cands = admissible[k]
             score = _state_scorer(agent, traj, history, step.observation, cands)
             probs = score(block)

@@ -359,7 +359,7 @@ def reminder_quote_ablation(lm, cfg, trajs: Sequence, cache_dir: str | Path | No
     from dataclasses import replace
 
     from workbench.agents.loop import Agent
-    from workbench.agents.policy import replay
+    from workbench.agents.policy import replay_at
     from workbench.envs.alfworld_text import normalize
     from workbench.eval.behaviour import failures
     from workbench.eval.runner import policy_for, select_tasks
@@ -387,11 +387,7 @@ def reminder_quote_ablation(lm, cfg, trajs: Sequence, cache_dir: str | Path | No
     def analyse(traj, steps: list[int]) -> list[dict]:
         gen = PrefixGenerator(lm)
         mine: list[dict] = []
-        for k, step, history, block in replay(policy_for(cfg), tasks[traj.task_id], traj):
-            if k > max(steps):
-                break
-            if k not in steps:
-                continue
+        for k, step, history, block in replay_at(policy_for(cfg), tasks[traj.task_id], traj, steps):
             failed = traj.steps[k - 1].action
             quote = re.compile(r"(['\"]?)" + re.escape(failed.strip()) + r"\1", re.I)
             reminder = block.reminder or ""
