@@ -391,15 +391,14 @@ def reminder_quote_ablation(lm, cfg, trajs: Sequence, cache_dir: str | Path | No
             failed = traj.steps[k - 1].action
             quote = re.compile(r"(['\"]?)" + re.escape(failed.strip()) + r"\1", re.I)
             reminder = block.reminder or ""
-            shown = agent.build_prompt(block, traj.initial_observation, traj.goal, history, step.observation)
-            prompts = {
-                "as played": shown,
-                "unquoted": agent.build_prompt(replace(block, reminder=quote.sub(UNQUOTED, reminder)),
-                                               traj.initial_observation, traj.goal, history, step.observation),
-                "placebo": placebo_prompt(shown, tok),
-                "without": agent.build_prompt(replace(block, reminder=None), traj.initial_observation, traj.goal,
-                                              history, step.observation),
-            }
+
+            def with_reminder(text: str | None):  # the state's prompt with this reminder line (None: none)
+                return agent.build_prompt(replace(block, reminder=text), traj.initial_observation, traj.goal,
+                                          history, step.observation)
+
+            shown = with_reminder(block.reminder)
+            prompts = {"as played": shown, "unquoted": with_reminder(quote.sub(UNQUOTED, reminder)),
+                       "placebo": placebo_prompt(shown, tok), "without": with_reminder(None)}
             row = {"task_id": traj.task_id, "step": k, "failed": failed, "recorded": step.action,
                    "reminder": reminder, "quoted": bool(quote.search(reminder))}
             for name, prompt in prompts.items():
