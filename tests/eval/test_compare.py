@@ -22,3 +22,40 @@ def test_paired_outcomes_counts_only_items_both_conditions_scored():
     assert (r["n"], r["both"], r["only_a"], r["only_b"], r["neither"]) == (4, 1, 1, 1, 1)
     assert r["rate_a"] == r["rate_b"] == 0.5 and r["diff"] == 0.0 and r["p_mcnemar"] == 1.0
     assert paired_outcomes({}, b)["rate_a"] is None
+
+
+def _episode(task_id, task_type, actions, success):
+    from workbench.memory.trajectory import Step, Trajectory
+
+    return Trajectory(task_id=task_id, task_type=task_type, goal="g", success=success,
+                      steps=tuple(Step(observation="o", action=a) for a in actions))
+
+
+def test_first_divergence_is_the_first_differing_action_or_the_shorter_length():
+    from workbench.eval.compare import first_divergence
+
+    a = _episode("t", "look", ["go to bed 1", "take x", "use lamp"], True)
+    assert first_divergence(a, _episode("t", "look", ["go to shelf 1", "take x", "use lamp"], False)) == 0
+    assert first_divergence(a, _episode("t", "look", ["go to bed 1", "take y"], False)) == 1
+    assert first_divergence(a, _episode("t", "look", ["go to bed 1", "take x"], False)) == 2  # a prefix
+    assert first_divergence(a, a) is None
+
+
+def test_parting_table_counts_each_sides_wins_by_where_the_episodes_part():
+    from workbench.eval.compare import parting_table
+
+    a = [_episode("t1", "look", ["bed", "take", "use"], True),           # only A, parts at 0
+         _episode("t2", "look", ["bed", "take", "use"], True),           # only A, parts at 2
+         _episode("t3", "pick", ["desk", "take", "go", "go", "put"], False),  # only B, parts at 4
+         _episode("t4", "pick", ["desk"], True),                         # both: not counted
+         _episode("t5", "pick", ["desk"], True)]                         # B has not played it
+    b = [_episode("t1", "look", ["shelf", "take", "use"], False),
+         _episode("t2", "look", ["bed", "take", "put"], False),
+         _episode("t3", "pick", ["desk", "take", "go", "go", "go", "put"], True),
+         _episode("t4", "pick", ["desk"], True)]
+    t = parting_table(a, b, "arb", "react")
+    assert list(t.index) == ["all", "look", "pick"]
+    assert t.loc["all", "tasks"] == 4 and t.loc["all", "only arb"] == 2 and t.loc["all", "only react"] == 1
+    assert t.loc["look", "only arb, parted at 0"] == 1 and t.loc["look", "only arb, parted at 1-3"] == 1
+    assert t.loc["pick", "only react, parted at 4+"] == 1 and t.loc["pick", "only arb"] == 0
+    assert t.loc["all", "p_mcnemar"] == 1.0
