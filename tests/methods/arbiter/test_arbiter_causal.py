@@ -153,3 +153,53 @@ def test_loop_switch_shows_the_hidden_episodic_record_at_a_loop(tiny_lm, expert,
     with pytest.raises(ValueError, match="decodes 'generate-verbatim', expected 'score'"):
         loop_episodic_switch(tiny_lm, RunConfig(out="x", model="tiny", memory="arbiter", budget=500,
                                                 decode="generate-verbatim"), [traj])
+
+
+def test_first_step_ablation_scores_step_0_without_each_bank_without_items_and_as_react(tiny_lm, expert, tmp_path,
+                                                                                      monkeypatch):
+    """Where a working-memory episode's first action differs from the action agent alone's, step 0 is replayed
+    and scored with each bank left out, with no item and as the ReAct prompt; the reference is read each time."""
+    from workbench.agents.policy import MemoryBlock
+    from workbench.eval.runner import RunConfig, select_tasks
+    from workbench.memory.trajectory import Step, Trajectory
+    from workbench.methods.arbiter.causal import (_first_step_variants, first_step_ablation,
+                                                  summarize_first_step_ablation)
+
+    task = {t.task_id: t for t in select_tasks(RunConfig(out="x", tasks="all"))}[expert.task_id]
+    cfg = RunConfig(out=str(tmp_path / "r"), model="tiny", memory="arbiter", budget=500, split="valid_unseen",
+                    tasks="all")
+    other = "inventory" if expert.steps[0].action != "inventory" else "look"
+    react = Trajectory(task_id=expert.task_id, task_type=expert.task_type, goal=expert.goal, success=False,
+                       initial_observation=expert.initial_observation,
+                       steps=(Step(observation=expert.initial_observation, action=other),))
+    same = react.model_copy(update={"steps": expert.steps[:1]})
+    assert first_step_ablation(tiny_lm, cfg, [expert], [same]) == []  # the same first action: nothing to explain
+    rows = first_step_ablation(tiny_lm, cfg, [expert], [react], cache_dir=tmp_path / "c")
+    assert len(rows) == 1
+    row = rows[0]
+    assert (row["recorded"], row["react_first"], row["success"]) == (expert.steps[0].action, other, expert.success)
+    from workbench.agents.policy import replay_at
+    from workbench.eval.runner import policy_for
+
+    block = next(replay_at(policy_for(cfg), task, expert, [0]))[3]
+    variants = _first_step_variants(block)
+    shown = {p.bank for p in block.working_memory if p.kind == "wm_item"}
+    assert set(variants) == {"as shown", "no items", "react"} | {f"no {b}" for b in shown}
+    assert "goal" in shown and "react" in row and all(row[k] for k in variants)
+    assert [p.kind for p in variants["no items"].working_memory] == ["wm_open", "wm_close"]
+    assert variants["react"] == MemoryBlock() and "goal" not in {p.bank for p in variants["no goal"].working_memory}
+    summary = summarize_first_step_ablation(rows)
+    assert summary.loc["react|all", "states"] == 1
+    assert summary.loc["as shown|all", "keeps"] in (0.0, 1.0)
+
+    import workbench.agents.policy as policy_module
+
+    def no_replay(*a, **k):
+        raise AssertionError("replayed")
+
+    monkeypatch.setattr(policy_module, "replay", no_replay)
+    again = first_step_ablation(tiny_lm, cfg, [expert], [react.model_copy(update={"steps": (Step(
+        observation=expert.initial_observation, action="look" if other == "inventory" else "inventory"),)})],
+        cache_dir=tmp_path / "c")  # read from the cache, with the reference's first action read again
+    assert again[0]["react_first"] != other and {k: v for k, v in again[0].items() if k != "react_first"} == \
+        {k: v for k, v in row.items() if k != "react_first"}
