@@ -57,7 +57,7 @@ def paired_outcomes(a: dict, b: dict) -> dict:
 def first_divergence(a, b) -> int | None:
     """The first step at which two episodes of the same task take different actions (index into their steps),
     the length of the shorter one where one is a prefix of the other, or None where they are the same."""
-    acts_a, acts_b = [s.action for s in a.steps], [s.action for s in b.steps]
+    acts_a, acts_b = a.actions(), b.actions()
     for i, (x, y) in enumerate(zip(acts_a, acts_b)):
         if x != y:
             return i
@@ -104,4 +104,3 @@ def parting_table(a, b, name_a: str = "A", name_b: str = "B", bands=PARTING_BAND
         row["p_mcnemar"] = mcnemar_exact(row[f"only {name_a}"], row[f"only {name_b}"])
     order = ["all"] + sorted(k for k in rows if k != "all")
     return pd.DataFrame.from_dict({k: rows[k] for k in order if k in rows}, orient="index")
-

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from statistics import mean
 
@@ -48,6 +49,31 @@ def _state_scorer(agent, traj: Trajectory, history, observation: str, cands: lis
         prompt = agent.build_prompt(block, traj.initial_observation, traj.goal, history, observation)
         return ActionScorer.normalise(agent.decide(prompt, cands).scores)
     return score
+
+
+def _require_score(cfg, analysis: str) -> None:
+    if cfg.decode != "score":
+        raise ValueError(f"{analysis} re-scores the admissible commands: run {cfg.out} decodes '{cfg.decode}', "
+                         "expected 'score'")
+
+
+@contextmanager
+def _game(cfg):
+    """``game()``: one ALFWorld environment for an analysis, opened at its first use (an analysis read whole from
+    its cache opens none) and closed when the analysis ends."""
+    from workbench.envs.alfworld import ALFWorldEnv
+
+    envs: list = []
+
+    def game():
+        if not envs:
+            envs.append(ALFWorldEnv(max_steps=cfg.max_steps))
+        return envs[0]
+    try:
+        yield game
+    finally:
+        for env in envs:
+            env.close()
 
 
 def band_switch_effects(agent, policy: ArbiterPolicy, traj: Trajectory, admissible: Sequence[Sequence[str]],
@@ -226,25 +252,19 @@ def loop_episodic_switch(lm, cfg, trajs: Sequence[Trajectory], per_episode: int 
     """
     from workbench.agents.loop import Agent
     from workbench.agents.policy import replay_at
-    from workbench.envs.alfworld import ALFWorldEnv
     from workbench.envs.alfworld_text import normalize
     from workbench.eval.runner import policy_for, select_tasks
     from workbench.eval.task_cache import TaskCache, analysis_key, rows_per_episode
 
-    if cfg.decode != "score":
-        raise ValueError(f"loop_episodic_switch re-scores the admissible commands: run {cfg.out} decodes "
-                         f"'{cfg.decode}', expected 'score'")
+    _require_score(cfg, "loop_episodic_switch")
     tasks = {t.task_id: t for t in select_tasks(cfg)}
     cache = TaskCache(cache_dir, "loop_switch", analysis_key(
         lm, memory=cfg.memory, budget=cfg.budget, ablation=cfg.ablation, decode=cfg.decode, split=cfg.split,
         per_episode=per_episode))
     agent = Agent.from_model(lm)
-    envs: list = []  # one game environment, opened at the first episode not in the cache
 
     def analyse(traj: Trajectory, steps: list[int]) -> list[dict]:
-        if not envs:
-            envs.append(ALFWorldEnv(max_steps=cfg.max_steps))
-        env, actions = envs[0], traj.actions()
+        env, actions = game(), traj.actions()
         admissible = [list(env.reset(tasks[traj.task_id]).admissible_commands)]
         for a in actions[:max(steps)]:
             admissible.append(list(env.step(a).admissible_commands))
@@ -275,11 +295,8 @@ def loop_episodic_switch(lm, cfg, trajs: Sequence[Trajectory], per_episode: int 
     def pick(traj: Trajectory) -> list[int]:
         return [] if traj.success or traj.task_id not in tasks else loop_steps(traj)[:per_episode]
 
-    try:
+    with _game(cfg) as game:
         return rows_per_episode(cache, trajs, pick, analyse)
-    finally:
-        for env in envs:
-            env.close()
 
 
 def summarize_loop_switch(rows: Sequence[dict]) -> dict:
@@ -332,24 +349,18 @@ def first_step_ablation(lm, cfg, trajs: Sequence[Trajectory], reference: Sequenc
     """
     from workbench.agents.loop import Agent
     from workbench.agents.policy import replay_at
-    from workbench.envs.alfworld import ALFWorldEnv
     from workbench.eval.runner import policy_for, select_tasks
     from workbench.eval.task_cache import TaskCache, analysis_key, rows_per_episode
 
-    if cfg.decode != "score":
-        raise ValueError(f"first_step_ablation re-scores the admissible commands: run {cfg.out} decodes "
-                         f"'{cfg.decode}', expected 'score'")
+    _require_score(cfg, "first_step_ablation")
     tasks = {t.task_id: t for t in select_tasks(cfg)}
     react_first = {t.task_id: t.steps[0].action for t in reference if t.steps}
     cache = TaskCache(cache_dir, "first_step", analysis_key(
         lm, memory=cfg.memory, budget=cfg.budget, ablation=cfg.ablation, decode=cfg.decode, split=cfg.split))
     agent = Agent.from_model(lm)
-    envs: list = []
 
     def analyse(traj: Trajectory, steps: list[int]) -> list[dict]:
-        if not envs:
-            envs.append(ALFWorldEnv(max_steps=cfg.max_steps))
-        cands = list(envs[0].reset(tasks[traj.task_id]).admissible_commands)
+        cands = list(game().reset(tasks[traj.task_id]).admissible_commands)
         mine: list[dict] = []
         for k, step, history, block in replay_at(policy_for(cfg), tasks[traj.task_id], traj, steps):
             score = _state_scorer(agent, traj, history, step.observation, cands)
@@ -364,11 +375,8 @@ def first_step_ablation(lm, cfg, trajs: Sequence[Trajectory], reference: Sequenc
         first = react_first.get(traj.task_id)
         return [0] if traj.steps and traj.task_id in tasks and first and first != traj.steps[0].action else []
 
-    try:
+    with _game(cfg) as game:
         rows = rows_per_episode(cache, trajs, pick, analyse)
-    finally:
-        for env in envs:
-            env.close()
     return [{**r, "react_first": react_first[r["task_id"]]} for r in rows]
 
 
@@ -392,4 +400,3 @@ def summarize_first_step_ablation(rows: Sequence[dict]):
     df = pd.DataFrame.from_dict(out, orient="index")
     df.index = [f"{n}|{s}" for n, s in df.index]
     return df
-
