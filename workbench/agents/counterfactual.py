@@ -44,7 +44,7 @@ from collections.abc import Sequence
 
 from workbench.envs.alfworld_text import normalize
 
-__all__ = ["reminder_effect", "written_reminder_effect", "mentioned_commands", "named_commands", "follows",
+__all__ = ["reminder_effect", "written_reminder_effect", "choice_shift", "mentioned_commands", "named_commands", "follows",
            "is_warning"]
 
 _WARN = re.compile(r"\b(stop|avoid|already|failed|fails|do not|don't|never)\b", re.I)
@@ -83,13 +83,19 @@ def written_reminder_effect(reminder: str, admissible: Sequence[str], action: st
             "mentions": mentions, "followed": follows(reminder, action, mentions)}
 
 
+def choice_shift(probs_with: Sequence[float], probs_without: Sequence[float]) -> tuple[int, int, float]:
+    """``(best, alt, tv)`` of two distributions over the same commands: the choice with and without (the first
+    of tied maxima, as the scorer picks), and their total-variation distance."""
+    best = max(range(len(probs_with)), key=probs_with.__getitem__)
+    alt = max(range(len(probs_without)), key=probs_without.__getitem__)
+    return best, alt, 0.5 * sum(abs(a - b) for a, b in zip(probs_with, probs_without))
+
+
 def reminder_effect(reminder: str, admissible: Sequence[str], probs_with: Sequence[float],
                     probs_without: Sequence[float]) -> dict:
     """The record of one reminder (module docstring) from both score vectors over ``admissible``."""
-    best = max(range(len(probs_with)), key=lambda i: probs_with[i])
-    alt = max(range(len(probs_without)), key=lambda i: probs_without[i])
+    best, alt, tv = choice_shift(probs_with, probs_without)
     mentions = mentioned_commands(reminder, admissible)
-    tv = 0.5 * sum(abs(a - b) for a, b in zip(probs_with, probs_without))
     return {"p_action": round(probs_with[best], 5), "p_action_without": round(probs_without[best], 5),
             "action_without": admissible[alt], "p_alt_with": round(probs_with[alt], 5),
             "p_alt_without": round(probs_without[alt], 5), "tv": round(tv, 5), "changed": best != alt,

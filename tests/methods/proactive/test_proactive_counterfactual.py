@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from workbench.agents.counterfactual import is_warning, mentioned_commands, reminder_effect
+from workbench.agents.counterfactual import choice_shift, is_warning, mentioned_commands, reminder_effect
 
 ADM = ["go to shelf 1", "go to shelf 10", "open drawer 1", "take pen 1 from desk 1"]
 
@@ -12,6 +12,13 @@ ADM = ["go to shelf 1", "go to shelf 10", "open drawer 1", "take pen 1 from desk
 def test_mentions_are_whole_commands():
     assert mentioned_commands("you already did 'go to shelf 1' twice", ADM) == ["go to shelf 1"]  # not shelf 10
     assert mentioned_commands("The pen is on the desk.", ADM) == []
+
+
+def test_choice_shift_breaks_ties_as_the_scorer_does():
+    # the first of tied maxima, as ActionScorer picks; TV is half the L1 distance
+    best, alt, tv = choice_shift([0.4, 0.4, 0.2], [0.1, 0.45, 0.45])
+    assert (best, alt) == (0, 1) and tv == pytest.approx(0.3)
+    assert choice_shift([0.5, 0.5], [0.5, 0.5]) == (0, 0, 0.0)
 
 
 def test_effect_record():

@@ -243,6 +243,7 @@ def _placebo_row(agent, heads, prompt, admissible: list[str]) -> dict | None:
     from workbench.models.scoring import ActionScorer
     from workbench.attention.instrument import CaptureInstrument
     from workbench.attention.items import span_utilization
+    from workbench.agents.counterfactual import choice_shift
 
     fake = placebo_prompt(prompt, agent.builder.tokenizer)
     if fake is None:
@@ -253,10 +254,9 @@ def _placebo_row(agent, heads, prompt, admissible: list[str]) -> dict | None:
     real = ActionScorer.normalise(agent.decide(prompt, admissible).scores)
     start, end = fake.kind_span("reminder")
     u = span_utilization(inst.capture.steps[-1], start, end)
-    best = max(range(len(real)), key=lambda i: real[i])
-    alt = max(range(len(placebo)), key=lambda i: placebo[i])
+    best, alt, tv = choice_shift(real, placebo)
     return {"u_token_placebo": u / (end - start), "p_action_placebo": placebo[best],
-            "changed_vs_placebo": best != alt, "tv_vs_placebo": 0.5 * sum(abs(a - b) for a, b in zip(real, placebo))}
+            "changed_vs_placebo": best != alt, "tv_vs_placebo": tv}
 
 
 def reminder_attention(lm, heads, split: str, tasks: str, variant: str = "proactive", max_steps: int = 50,
