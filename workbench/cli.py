@@ -472,7 +472,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.set_defaults(fn=_cmd_experts)
 
     rp = sub.add_parser("reproduce", help="run the report notebooks with papermill into reports/")
-    rp.add_argument("--profile", default="default", help="default (about 30 min on 2 cores) | full | smoke")
+    rp.add_argument("--profile", default="default", help="default (56 min on 2 idle cores) | full | smoke")
     rp.add_argument("--reports", default="reports")
     rp.add_argument("--notebooks", nargs="*")
     rp.add_argument("--dtype", choices=("float32", "bfloat16"), help="every notebook's model dtype (default: float32)")

@@ -44,7 +44,7 @@ from collections.abc import Sequence
 
 from workbench.envs.alfworld_text import normalize
 
-__all__ = ["reminder_effect", "written_reminder_effect", "choice_shift", "mentioned_commands", "named_commands", "follows",
+__all__ = ["reminder_effect", "written_reminder_effect", "choice_shift", "argmax", "mentioned_commands", "named_commands", "follows",
            "is_warning"]
 
 _WARN = re.compile(r"\b(stop|avoid|already|failed|fails|do not|don't|never)\b", re.I)
@@ -83,11 +83,15 @@ def written_reminder_effect(reminder: str, admissible: Sequence[str], action: st
             "mentions": mentions, "followed": follows(reminder, action, mentions)}
 
 
+def argmax(xs: Sequence[float]) -> int:
+    """The index of the largest value, the first of tied maxima (as the scorer picks)."""
+    return max(range(len(xs)), key=xs.__getitem__)
+
+
 def choice_shift(probs_with: Sequence[float], probs_without: Sequence[float]) -> tuple[int, int, float]:
     """``(best, alt, tv)`` of two distributions over the same commands: the choice with and without (the first
     of tied maxima, as the scorer picks), and their total-variation distance."""
-    best = max(range(len(probs_with)), key=probs_with.__getitem__)
-    alt = max(range(len(probs_without)), key=probs_without.__getitem__)
+    best, alt = argmax(probs_with), argmax(probs_without)
     return best, alt, 0.5 * sum(abs(a - b) for a, b in zip(probs_with, probs_without))
 
 

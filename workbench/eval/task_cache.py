@@ -15,13 +15,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from workbench.memory.trajectory import (TrajectoryFormatError, append_jsonl, atomic_write_text, cut_torn_tail,
                                          iter_jsonl_dicts)
 
-__all__ = ["TaskCache", "analysis_key", "rows_per_episode"]
+__all__ = ["TaskCache", "analysis_key", "rows_per_episode", "replay_game", "require_score"]
 
 
 class TaskCache:
@@ -88,3 +89,30 @@ def rows_per_episode(cache: TaskCache, trajs, pick, analyse) -> list[dict]:
         cache.put(traj.task_id, {"actions": actions, "rows": mine})
         rows += mine
     return rows
+
+
+def require_score(cfg, analysis: str) -> None:
+    """An analysis that re-scores the admissible commands at a recorded state needs a run that scored them."""
+    if cfg.decode != "score":
+        raise ValueError(f"{analysis} re-scores the admissible commands: run {cfg.out} decodes '{cfg.decode}', "
+                         "expected 'score'")
+
+
+@contextmanager
+def replay_game(cfg):
+    """``game()``: one ALFWorld environment for an analysis that replays recorded episodes (for each step's
+    admissible commands), opened at its first use (an analysis read whole from its cache opens none) and closed
+    when the analysis ends."""
+    from workbench.envs.alfworld import ALFWorldEnv
+
+    envs: list = []
+
+    def game():
+        if not envs:
+            envs.append(ALFWorldEnv(max_steps=cfg.max_steps))
+        return envs[0]
+    try:
+        yield game
+    finally:
+        for env in envs:
+            env.close()

@@ -1,7 +1,8 @@
 """Reproduction profiles: the parameters each report notebook runs with.
 
 ``smoke`` is what the notebooks' own ``parameters`` cells default to (what ``make test`` runs under nbval);
-``default`` fits about 30 minutes on 2 CPU cores; ``full`` is paper scale (all 134 valid_unseen tasks).
+``default`` takes under an hour on 2 CPU cores (56 min from nothing, idle, 2026-12-05); ``full`` is paper scale
+(all 134 valid_unseen tasks).
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ PROFILES: dict[str, dict[str, dict]] = {
         "04_agmr": {"refine_tasks": "0:1", "eval_tasks": "0:1", "max_steps": 3},
         "05_arbiter": {"tasks": "0:1", "max_steps": 3, "attention_tasks": "0:1", "switch_tasks": "0:1",
                        "steps_per_task": 2, "verbatim_tasks": "0:1", "sensitivity_tasks": "0:1"},
-        "06_proactive": {"tasks": "0:1", "max_steps": 3, "attention_tasks": "0:1", "verbatim_tasks": "0:1"},
+        "06_proactive": {"tasks": "0:1", "max_steps": 3, "attention_tasks": "0:1", "verbatim_tasks": "0:1",
+                         "warning_tasks": "0:1"},
     },
     "default": {
         # Both models. Episodes on 4 tasks spread over the sorted list (the untrained model plays all 50
@@ -52,7 +54,7 @@ PROFILES: dict[str, dict[str, dict]] = {
                        "sensitivity_tasks": None},
         # the action agent alone and 5 proactive conditions on 2 tasks; reminder attention on 1 episode.
         "06_proactive": {"tasks": "0:134:67", "max_steps": 50, "workers": 2, "attention_tasks": "0:1",
-                         "verbatim_tasks": None},
+                         "verbatim_tasks": None, "warning_tasks": "0:134:67"},
     },
     "full": {
         # Episodes and teacher forcing of all conditions as one job list over two worker processes (one per core;
@@ -75,7 +77,7 @@ PROFILES: dict[str, dict[str, dict]] = {
                        "switch_tasks": "0:134:7", "steps_per_task": 6, "verbatim_tasks": "0:134:7",
                        "sensitivity_tasks": "0:134:4"},
         "06_proactive": {"tasks": "all", "max_steps": 50, "workers": 2, "attention_tasks": "0:134:7",
-                         "verbatim_tasks": "0:134:7"},
+                         "verbatim_tasks": "0:134:7", "warning_tasks": "0:134:2"},
     },
 }
 

@@ -199,3 +199,51 @@ def test_the_reminder_quote_ablation_writes_the_action_again_four_ways_at_each_s
     assert reminder_quote_ablation(tiny_lm, cfg, trajs, cache_dir=tmp_path / "analysis") == rows
     with pytest.raises(ValueError, match="expected 'generate-verbatim'"):
         reminder_quote_ablation(tiny_lm, replace(cfg, decode="score"), trajs)
+
+
+def test_the_warning_pull_ablation_scores_each_warning_state_five_ways(tiny_lm, tmp_path, monkeypatch):
+    """A random scoring agent loops, so the memory agent warns: every reminder that warns against an admissible
+    command is one state. The replay gives the reminder played and its choice; without the line it chooses what
+    the run's own counterfactual chose; the rows come back from the cache, and a written-action run is refused."""
+    from dataclasses import replace
+
+    from workbench.agents.counterfactual import is_warning, named_commands
+    from workbench.agents.loop import Agent
+    from workbench.eval.runner import RunConfig, load_run, run
+    from workbench.methods.proactive.experiments import (UNNAMED, WARNING_ABLATIONS, summarize_warning_pull,
+                                                         warning_pull_ablation)
+
+    cfg = RunConfig(out=str(tmp_path / "proactive-always"), split="valid_unseen", tasks="0:2",
+                    memory="proactive-always", interval=1, max_steps=12, decode="score", teacher_forcing=False,
+                    model=tiny_lm.name)
+    run(cfg, lm=tiny_lm, progress=False)
+    trajs = load_run(cfg.out)[0]
+    states = [(t.task_id, k) for t in trajs for k, rec in enumerate(t.meta["steps"])
+              if rec.get("reminder") and is_warning(rec["reminder"])
+              and named_commands(rec["reminder"], rec["reminder_effect"]["mentions"])]
+    assert len(states) >= 2
+    rows = warning_pull_ablation(tiny_lm, cfg, trajs, cache_dir=tmp_path / "analysis")
+    assert [(r["task_id"], r["step"]) for r in rows] == states
+    by_task = {t.task_id: t for t in trajs}
+    for r in rows:
+        rec = by_task[r["task_id"]].meta["steps"][r["step"]]
+        assert r["replayed_same"] and r["as played"] == r["recorded"] and r["reminder"] == rec["reminder"]
+        assert r["without"] == rec["reminder_effect"]["action_without"]  # the run re-scored it the same way
+        assert r["warned"] and r["as played|warned"] == (r["recorded"] in r["warned"])
+        assert r["has_memory"] == (" Memory: " in r["reminder"]) and (r["no memory"] is None) != r["has_memory"]
+        assert all(0 <= r[f"{v}|p_warned"] <= 1 + 1e-6 for v in WARNING_ABLATIONS if r[v] is not None)
+    summary = summarize_warning_pull(rows)
+    assert list(summary.index) == list(WARNING_ABLATIONS) and summary.attrs["replayed_same"] == len(rows)
+    assert summary.loc["without", "pulled vs without"] == summary.loc["without", "pushed vs without"] == 0
+    assert summary.loc["no memory", "states"] == sum(r["has_memory"] for r in rows)
+    played = summary.loc["as played"]
+    assert played["pulled vs without"] == sum(r["as played|warned"] and not r["without|warned"] for r in rows)
+
+    def no_scoring(*a, **k):
+        raise AssertionError("cached episodes are not analysed again")
+
+    monkeypatch.setattr(Agent, "decide", no_scoring)
+    assert warning_pull_ablation(tiny_lm, cfg, trajs, cache_dir=tmp_path / "analysis") == rows
+    with pytest.raises(ValueError, match="expected 'score'"):
+        warning_pull_ablation(tiny_lm, replace(cfg, decode="generate-verbatim"), trajs)
+    assert UNNAMED not in "".join(r["reminder"] for r in rows)

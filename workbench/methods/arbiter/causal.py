@@ -19,10 +19,11 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Sequence
-from contextlib import contextmanager
 from pathlib import Path
 from statistics import mean
 
+from workbench.agents.counterfactual import argmax
+from workbench.eval.task_cache import replay_game, require_score
 from workbench.memory.trajectory import Trajectory
 
 from .policy import ArbiterPolicy
@@ -35,10 +36,6 @@ __all__ = ["TRANSITIONS", "band_switch_effects", "summarize_band_switches", "FAI
 TRANSITIONS = {"F->A": ("F", "A"), "A->H": ("A", "H"), "H->F": ("H", "F")}
 
 
-def _argmax(xs: Sequence[float]) -> int:
-    return max(range(len(xs)), key=xs.__getitem__)
-
-
 def _state_scorer(agent, traj: Trajectory, history, observation: str, cands: list[str]):
     """``score(block)``: the normalised probabilities over ``cands`` of the state after ``history``, with ``block``
     as its memory (the one prompt of every re-scored state here: only the block differs between factual and
@@ -49,31 +46,6 @@ def _state_scorer(agent, traj: Trajectory, history, observation: str, cands: lis
         prompt = agent.build_prompt(block, traj.initial_observation, traj.goal, history, observation)
         return ActionScorer.normalise(agent.decide(prompt, cands).scores)
     return score
-
-
-def _require_score(cfg, analysis: str) -> None:
-    if cfg.decode != "score":
-        raise ValueError(f"{analysis} re-scores the admissible commands: run {cfg.out} decodes '{cfg.decode}', "
-                         "expected 'score'")
-
-
-@contextmanager
-def _game(cfg):
-    """``game()``: one ALFWorld environment for an analysis, opened at its first use (an analysis read whole from
-    its cache opens none) and closed when the analysis ends."""
-    from workbench.envs.alfworld import ALFWorldEnv
-
-    envs: list = []
-
-    def game():
-        if not envs:
-            envs.append(ALFWorldEnv(max_steps=cfg.max_steps))
-        return envs[0]
-    try:
-        yield game
-    finally:
-        for env in envs:
-            env.close()
 
 
 def band_switch_effects(agent, policy: ArbiterPolicy, traj: Trajectory, admissible: Sequence[Sequence[str]],
@@ -98,7 +70,7 @@ def band_switch_effects(agent, policy: ArbiterPolicy, traj: Trajectory, admissib
             cands = list(admissible[k])
             score = _state_scorer(agent, traj, hist, step.observation, cands)
             probs = score(block)
-            best = _argmax(probs)
+            best = argmax(probs)
             live = policy.step_item_ids
             bands = {r[0]: (r[1], r[3]) for r in block.record["arbiter"]["items"] if r[0] in live}  # id -> (bank, shown)
             etas = {r[0]: r[4] for r in block.record["arbiter"]["items"]}
@@ -113,7 +85,7 @@ def band_switch_effects(agent, policy: ArbiterPolicy, traj: Trajectory, admissib
                         continue
                     cf = score(cf_block)
                     rows.append(row | {"noop": False, "p": round(probs[best], 6), "p_cf": round(cf[best], 6),
-                                       "delta_p": round(cf[best] - probs[best], 6), "flipped": _argmax(cf) != best})
+                                       "delta_p": round(cf[best] - probs[best], 6), "flipped": argmax(cf) != best})
     return rows
 
 
@@ -256,7 +228,7 @@ def loop_episodic_switch(lm, cfg, trajs: Sequence[Trajectory], per_episode: int 
     from workbench.eval.runner import policy_for, select_tasks
     from workbench.eval.task_cache import TaskCache, analysis_key, rows_per_episode
 
-    _require_score(cfg, "loop_episodic_switch")
+    require_score(cfg, "loop_episodic_switch")
     tasks = {t.task_id: t for t in select_tasks(cfg)}
     cache = TaskCache(cache_dir, "loop_switch", analysis_key(
         lm, memory=cfg.memory, budget=cfg.budget, ablation=cfg.ablation, decode=cfg.decode, split=cfg.split,
@@ -274,7 +246,7 @@ def loop_episodic_switch(lm, cfg, trajs: Sequence[Trajectory], per_episode: int 
             cands = admissible[k]
             score = _state_scorer(agent, traj, history, step.observation, cands)
             probs = score(block)
-            best = _argmax(probs)
+            best = argmax(probs)
             live = policy.step_item_ids
             hidden = sorted(r[0] for r in block.record["arbiter"]["items"]
                             if r[0] in live and r[1] == "episodic" and r[3] == "H")
@@ -286,7 +258,7 @@ def loop_episodic_switch(lm, cfg, trajs: Sequence[Trajectory], per_episode: int 
             row["noop"] = cf_block.working_memory == block.working_memory
             if not row["noop"]:
                 cf = score(cf_block)
-                alt = _argmax(cf)
+                alt = argmax(cf)
                 row.update(p=round(probs[best], 6), p_cf=round(cf[best], 6), cf_choice=cands[alt],
                            flipped=alt != best, leaves_loop=normalize(cands[alt]) not in {normalize(a) for a in loop})
             mine.append(row)
@@ -295,7 +267,7 @@ def loop_episodic_switch(lm, cfg, trajs: Sequence[Trajectory], per_episode: int 
     def pick(traj: Trajectory) -> list[int]:
         return [] if traj.success or traj.task_id not in tasks else loop_steps(traj)[:per_episode]
 
-    with _game(cfg) as game:
+    with replay_game(cfg) as game:
         return rows_per_episode(cache, trajs, pick, analyse)
 
 
@@ -352,7 +324,7 @@ def first_step_ablation(lm, cfg, trajs: Sequence[Trajectory], reference: Sequenc
     from workbench.eval.runner import policy_for, select_tasks
     from workbench.eval.task_cache import TaskCache, analysis_key, rows_per_episode
 
-    _require_score(cfg, "first_step_ablation")
+    require_score(cfg, "first_step_ablation")
     tasks = {t.task_id: t for t in select_tasks(cfg)}
     react_first = {t.task_id: t.steps[0].action for t in reference if t.steps}
     cache = TaskCache(cache_dir, "first_step", analysis_key(
@@ -367,7 +339,7 @@ def first_step_ablation(lm, cfg, trajs: Sequence[Trajectory], reference: Sequenc
             row = {"task_id": traj.task_id, "task_type": traj.task_type, "success": traj.success,
                    "recorded": step.action}
             for name, variant in _first_step_variants(block).items():
-                row[name] = cands[_argmax(score(variant))]
+                row[name] = cands[argmax(score(variant))]
             mine.append(row)
         return mine
 
@@ -375,7 +347,7 @@ def first_step_ablation(lm, cfg, trajs: Sequence[Trajectory], reference: Sequenc
         first = react_first.get(traj.task_id)
         return [0] if traj.steps and traj.task_id in tasks and first and first != traj.steps[0].action else []
 
-    with _game(cfg) as game:
+    with replay_game(cfg) as game:
         rows = rows_per_episode(cache, trajs, pick, analyse)
     return [{**r, "react_first": react_first[r["task_id"]]} for r in rows]
 
