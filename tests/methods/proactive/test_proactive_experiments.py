@@ -157,6 +157,17 @@ def test_written_action_table_reads_failures_and_what_the_warning_did():
     assert table.loc["none-verbatim", "reminders after a failure"] == 0 and row["success_%"] == 100
 
 
+def _assert_rows_replay_the_run(rows, trajs, states) -> None:
+    """An ablation's rows are the run's ``states`` in order, and each replays what the run recorded there: the
+    reminder, the action, and the action its own counterfactual took without the reminder."""
+    assert [(r["task_id"], r["step"]) for r in rows] == states
+    by_task = {t.task_id: t for t in trajs}
+    for r in rows:
+        rec = by_task[r["task_id"]].meta["steps"][r["step"]]
+        assert r["replayed_same"] and r["as played"] == r["recorded"] and r["reminder"] == rec["reminder"]
+        assert r["without"] == rec["reminder_effect"]["action_without"]
+
+
 def test_the_reminder_quote_ablation_writes_the_action_again_four_ways_at_each_state_after_a_failure(tiny_lm, tmp_path,
                                                                                                     monkeypatch):
     """A random model's written commands all fail, so every reminder step after the first is such a state. The
@@ -179,12 +190,8 @@ def test_the_reminder_quote_ablation_writes_the_action_again_four_ways_at_each_s
               if rec.get("reminder") and k - 1 in set(failures(t))]
     assert len(states) >= 4
     rows = reminder_quote_ablation(tiny_lm, cfg, trajs, cache_dir=tmp_path / "analysis")
-    assert [(r["task_id"], r["step"]) for r in rows] == states
-    by_task = {t.task_id: t for t in trajs}
+    _assert_rows_replay_the_run(rows, trajs, states)
     for r in rows:
-        rec = by_task[r["task_id"]].meta["steps"][r["step"]]
-        assert r["replayed_same"] and r["as played"] == r["recorded"] and r["reminder"] == rec["reminder"]
-        assert r["without"] == rec["reminder_effect"]["action_without"]  # the run wrote it the same way
         assert r["quoted"] == (r["failed"].lower() in r["reminder"].lower())
         assert all(isinstance(r[f"{v}|repeats"], bool) for v in REMINDER_ABLATIONS)
     summary = summarize_reminder_quote(rows)
@@ -223,12 +230,8 @@ def test_the_warning_pull_ablation_scores_each_warning_state_five_ways(tiny_lm, 
               and named_commands(rec["reminder"], rec["reminder_effect"]["mentions"])]
     assert len(states) >= 2
     rows = warning_pull_ablation(tiny_lm, cfg, trajs, cache_dir=tmp_path / "analysis")
-    assert [(r["task_id"], r["step"]) for r in rows] == states
-    by_task = {t.task_id: t for t in trajs}
+    _assert_rows_replay_the_run(rows, trajs, states)
     for r in rows:
-        rec = by_task[r["task_id"]].meta["steps"][r["step"]]
-        assert r["replayed_same"] and r["as played"] == r["recorded"] and r["reminder"] == rec["reminder"]
-        assert r["without"] == rec["reminder_effect"]["action_without"]  # the run re-scored it the same way
         assert r["warned"] and r["as played|warned"] == (r["recorded"] in r["warned"])
         assert r["has_memory"] == (" Memory: " in r["reminder"]) and (r["no memory"] is None) != r["has_memory"]
         assert all(0 <= r[f"{v}|p_warned"] <= 1 + 1e-6 for v in WARNING_ABLATIONS if r[v] is not None)

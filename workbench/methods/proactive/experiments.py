@@ -334,6 +334,16 @@ def reminder_attention(lm, heads, split: str, tasks: str, variant: str = "proact
 REMINDER_ABLATIONS = ("as played", "unquoted", "placebo", "without")
 
 
+def _reminder_cache(cache_dir, name: str, lm, cfg, **params):
+    """The per-episode cache of a reminder ablation of run ``cfg``: keyed on the model and everything of the run
+    that decides its reminders, plus ``params``."""
+    from workbench.eval.task_cache import TaskCache, analysis_key
+
+    return TaskCache(cache_dir, name, analysis_key(
+        lm, memory=cfg.memory, decode=cfg.decode, split=cfg.split, interval=cfg.interval,
+        triggers=list(cfg.triggers), backend=cfg.backend, placebo=PLACEBO_TEXT, **params))
+
+
 def reminder_quote_ablation(lm, cfg, trajs: Sequence, cache_dir: str | Path | None = None) -> list[dict]:
     """After a failed command, the agent that writes its actions writes it again far more often with the memory
     agent's reminder than without it. Is that the reminder quoting the command (a command in the prompt is a
@@ -364,7 +374,7 @@ def reminder_quote_ablation(lm, cfg, trajs: Sequence, cache_dir: str | Path | No
     from workbench.envs.alfworld_text import normalize
     from workbench.eval.behaviour import failures
     from workbench.eval.runner import policy_for, select_tasks
-    from workbench.eval.task_cache import TaskCache, analysis_key, rows_per_episode
+    from workbench.eval.task_cache import rows_per_episode
     from workbench.methods.arbiter.causal import UNQUOTED
     from workbench.models.generation import PrefixGenerator
 
@@ -372,10 +382,7 @@ def reminder_quote_ablation(lm, cfg, trajs: Sequence, cache_dir: str | Path | No
         raise ValueError(f"reminder_quote_ablation writes the actions again: run {cfg.out} decodes '{cfg.decode}', "
                          "expected 'generate-verbatim'")
     tasks = {t.task_id: t for t in select_tasks(cfg)}
-    cache = TaskCache(cache_dir, "reminder_quote", analysis_key(
-        lm, memory=cfg.memory, decode=cfg.decode, split=cfg.split, interval=cfg.interval,
-        triggers=list(cfg.triggers), backend=cfg.backend, variants=list(REMINDER_ABLATIONS), unquoted=UNQUOTED,
-        placebo=PLACEBO_TEXT))
+    cache = _reminder_cache(cache_dir, "reminder_quote", lm, cfg, variants=list(REMINDER_ABLATIONS), unquoted=UNQUOTED)
     agent = Agent.from_model(lm)
     tok = lm.tokenizer
 
@@ -481,16 +488,12 @@ def warning_pull_ablation(lm, cfg, trajs: Sequence, cache_dir: str | Path | None
     from workbench.envs.alfworld_text import normalize
     from workbench.eval.runner import policy_for, select_tasks
     from workbench.agents.counterfactual import argmax
-    from workbench.eval.task_cache import TaskCache, analysis_key, rows_per_episode
-    from workbench.eval.task_cache import replay_game, require_score
+    from workbench.eval.task_cache import replay_game, require_score, rows_per_episode
     from workbench.models.scoring import ActionScorer
 
     require_score(cfg, "warning_pull_ablation")
     tasks = {t.task_id: t for t in select_tasks(cfg)}
-    cache = TaskCache(cache_dir, "warning_pull", analysis_key(
-        lm, memory=cfg.memory, decode=cfg.decode, split=cfg.split, interval=cfg.interval,
-        triggers=list(cfg.triggers), backend=cfg.backend, variants=list(WARNING_ABLATIONS), unnamed=UNNAMED,
-        placebo=PLACEBO_TEXT))
+    cache = _reminder_cache(cache_dir, "warning_pull", lm, cfg, variants=list(WARNING_ABLATIONS), unnamed=UNNAMED)
     agent = Agent.from_model(lm)
 
     def pick(traj) -> list[int]:
