@@ -44,8 +44,8 @@ from collections.abc import Sequence
 
 from workbench.envs.alfworld_text import normalize
 
-__all__ = ["reminder_effect", "written_reminder_effect", "choice_shift", "argmax", "mentioned_commands", "named_commands", "follows",
-           "is_warning"]
+__all__ = ["reminder_effect", "written_reminder_effect", "choice_shift", "argmax", "mentioned_commands",
+           "named_commands", "follows", "is_warning"]
 
 _WARN = re.compile(r"\b(stop|avoid|already|failed|fails|do not|don't|never)\b", re.I)
 

@@ -22,7 +22,7 @@ from typing import Any
 from workbench.memory.trajectory import (TrajectoryFormatError, append_jsonl, atomic_write_text, cut_torn_tail,
                                          iter_jsonl_dicts)
 
-__all__ = ["TaskCache", "analysis_key", "rows_per_episode", "replay_game", "require_score"]
+__all__ = ["TaskCache", "analysis_key", "rows_per_episode", "replay_game", "admissible_along", "require_score"]
 
 
 class TaskCache:
@@ -116,3 +116,12 @@ def replay_game(cfg):
     finally:
         for env in envs:
             env.close()
+
+
+def admissible_along(env, task, actions) -> list[list[str]]:
+    """The commands admissible before each step of an episode of ``task`` that takes ``actions``: ``env`` reset to
+    the task and stepped through them (``len(actions) + 1`` lists; the first is step 0's)."""
+    out = [list(env.reset(task).admissible_commands)]
+    for a in actions:
+        out.append(list(env.step(a).admissible_commands))
+    return out

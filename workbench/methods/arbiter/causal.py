@@ -23,7 +23,7 @@ from pathlib import Path
 from statistics import mean
 
 from workbench.agents.counterfactual import argmax
-from workbench.eval.task_cache import replay_game, require_score
+from workbench.eval.task_cache import admissible_along, replay_game, require_score
 from workbench.memory.trajectory import Trajectory
 
 from .policy import ArbiterPolicy
@@ -236,10 +236,8 @@ def loop_episodic_switch(lm, cfg, trajs: Sequence[Trajectory], per_episode: int 
     agent = Agent.from_model(lm)
 
     def analyse(traj: Trajectory, steps: list[int]) -> list[dict]:
-        env, actions = game(), traj.actions()
-        admissible = [list(env.reset(tasks[traj.task_id]).admissible_commands)]
-        for a in actions[:max(steps)]:
-            admissible.append(list(env.step(a).admissible_commands))
+        actions = traj.actions()
+        admissible = admissible_along(game(), tasks[traj.task_id], actions[:max(steps)])
         policy = policy_for(cfg)
         mine: list[dict] = []
         for k, step, history, block in replay_at(policy, tasks[traj.task_id], traj, steps):
@@ -332,7 +330,7 @@ def first_step_ablation(lm, cfg, trajs: Sequence[Trajectory], reference: Sequenc
     agent = Agent.from_model(lm)
 
     def analyse(traj: Trajectory, steps: list[int]) -> list[dict]:
-        cands = list(game().reset(tasks[traj.task_id]).admissible_commands)
+        cands = admissible_along(game(), tasks[traj.task_id], [])[0]
         mine: list[dict] = []
         for k, step, history, block in replay_at(policy_for(cfg), tasks[traj.task_id], traj, steps):
             score = _state_scorer(agent, traj, history, step.observation, cands)

@@ -483,12 +483,12 @@ def warning_pull_ablation(lm, cfg, trajs: Sequence, cache_dir: str | Path | None
     import re
     from dataclasses import replace
 
+    from workbench.agents.counterfactual import argmax
     from workbench.agents.loop import Agent
     from workbench.agents.policy import replay_at
     from workbench.envs.alfworld_text import normalize
     from workbench.eval.runner import policy_for, select_tasks
-    from workbench.agents.counterfactual import argmax
-    from workbench.eval.task_cache import replay_game, require_score, rows_per_episode
+    from workbench.eval.task_cache import admissible_along, replay_game, require_score, rows_per_episode
     from workbench.models.scoring import ActionScorer
 
     require_score(cfg, "warning_pull_ablation")
@@ -504,10 +504,7 @@ def warning_pull_ablation(lm, cfg, trajs: Sequence, cache_dir: str | Path | None
                 and _warned(rec["reminder"], (rec.get("reminder_effect") or {}).get("mentions", ()))]
 
     def analyse(traj, steps: list[int]) -> list[dict]:
-        env, actions = game(), traj.actions()
-        admissible = [list(env.reset(tasks[traj.task_id]).admissible_commands)]
-        for a in actions[:max(steps)]:
-            admissible.append(list(env.step(a).admissible_commands))
+        admissible = admissible_along(game(), tasks[traj.task_id], traj.actions()[:max(steps)])
         mine: list[dict] = []
         for k, step, history, block in replay_at(policy_for(cfg), tasks[traj.task_id], traj, steps):
             cands, reminder = admissible[k], block.reminder or ""
