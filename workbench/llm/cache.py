@@ -22,7 +22,7 @@ from pydantic import BaseModel, ValidationError
 
 from workbench.memory.trajectory import atomic_write_text
 
-from .protocol import Backend, ChatResult, Message, ToolSpec, as_messages
+from workbench.llm.protocol import Backend, ChatResult, Message, ToolSpec, as_messages
 
 __all__ = ["ResponseCache", "CachedBackend", "request_material", "CACHE_FORMAT"]
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from workbench.memory.trajectory import Segment
 
-from .schemas import SegmentEdit
+from workbench.llm.schemas import SegmentEdit
 
 __all__ = ["segment_text", "parse_segment_text", "apply_segment_edits", "SegmentEditError"]
 

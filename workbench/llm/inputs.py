@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from workbench.memory.trajectory import MemoryEntry, Step, Trajectory
 
-from .schemas import Cheatsheet, FailureReflection, ParsedState, SuccessReflection
+from workbench.llm.schemas import Cheatsheet, FailureReflection, ParsedState, SuccessReflection
 
 __all__ = [
     "RetrievalAnalyzerInput",

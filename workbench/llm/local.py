@@ -13,9 +13,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from .errors import LLMConfigError
-from .protocol import ChatResult, Message, ToolSpec, as_messages
-from .tools import text_tool_instructions
+from workbench.llm.errors import LLMConfigError
+from workbench.llm.protocol import ChatResult, Message, ToolSpec, as_messages
+from workbench.llm.tools import text_tool_instructions
 
 __all__ = ["LocalBackend"]
 

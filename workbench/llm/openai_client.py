@@ -21,9 +21,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from .errors import LLMConfigError, LLMTimeoutError, LLMTransportError
-from .protocol import ChatResult, Message, ToolCall, ToolSpec
-from .tools import text_tool_instructions
+from workbench.llm.errors import LLMConfigError, LLMTimeoutError, LLMTransportError
+from workbench.llm.protocol import ChatResult, Message, ToolCall, ToolSpec
+from workbench.llm.tools import text_tool_instructions
 
 __all__ = ["OpenAIConfig", "OpenAIBackend", "RETRY_STATUSES"]
 

@@ -15,8 +15,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from .errors import LLMOutputError, ToolCallError
-from .protocol import ToolCall, ToolSpec
+from workbench.llm.errors import LLMOutputError, ToolCallError
+from workbench.llm.protocol import ToolCall, ToolSpec
 
 __all__ = [
     "extract_json_candidates",

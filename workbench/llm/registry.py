@@ -10,9 +10,9 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from .cache import CachedBackend
-from .errors import LLMConfigError
-from .protocol import Backend
+from workbench.llm.cache import CachedBackend
+from workbench.llm.errors import LLMConfigError
+from workbench.llm.protocol import Backend
 
 __all__ = ["register_backend", "get_backend", "list_backends"]
 
@@ -53,13 +53,13 @@ def get_backend(name: str, *, cache_dir: str | os.PathLike | None = None, **kwar
 
 
 def _openai(**kwargs: Any) -> Backend:
-    from .openai_client import OpenAIBackend, OpenAIConfig
+    from workbench.llm.openai_client import OpenAIBackend, OpenAIConfig
 
     return OpenAIBackend(OpenAIConfig(**kwargs))
 
 
 def _local(lm: Any = None, model: str | None = None, **kwargs: Any) -> Backend:
-    from .local import LocalBackend
+    from workbench.llm.local import LocalBackend
 
     if lm is not None or "hf_model" in kwargs:
         return LocalBackend(lm, model_name=model, **kwargs)
@@ -69,13 +69,13 @@ def _local(lm: Any = None, model: str | None = None, **kwargs: Any) -> Backend:
 
 
 def _offline_alfworld(**kwargs: Any) -> Backend:
-    from .offline import OfflineALFWorldBackend
+    from workbench.llm.offline import OfflineALFWorldBackend
 
     return OfflineALFWorldBackend(**kwargs)
 
 
 def _scripted(**kwargs: Any) -> Backend:
-    from .scripted import ScriptedBackend
+    from workbench.llm.scripted import ScriptedBackend
 
     return ScriptedBackend(**kwargs)
 

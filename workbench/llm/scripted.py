@@ -11,8 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from .errors import LLMConfigError
-from .protocol import ChatResult, Message, ToolSpec, as_messages
+from workbench.llm.errors import LLMConfigError
+from workbench.llm.protocol import ChatResult, Message, ToolSpec, as_messages
 
 __all__ = ["ScriptedBackend"]
 

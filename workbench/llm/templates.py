@@ -15,8 +15,8 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
-from .errors import LLMConfigError
-from .protocol import Message
+from workbench.llm.errors import LLMConfigError
+from workbench.llm.protocol import Message
 
 __all__ = ["PromptTemplate", "load_template", "list_templates", "PROMPTS_DIR"]
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .protocol import ToolSpec
+from workbench.llm.protocol import ToolSpec
 
 __all__ = [
     "UpdateStatusArgs",

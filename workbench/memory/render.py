@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Literal, NamedTuple
 
-from .trajectory import MemoryEntry, Trajectory
+from workbench.memory.trajectory import MemoryEntry, Trajectory
 
 __all__ = ["Piece", "PieceKind", "render_pieces", "render_memory", "segment_char_spans", "GOAL_PREFIX"]
 

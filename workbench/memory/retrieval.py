@@ -16,10 +16,10 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from .base import MemoryBase
-from .embeddings import MINILM_NAME, EmbeddingCache, encode_texts, load_minilm
-from .task_info import game_key
-from .trajectory import MemoryEntry
+from workbench.memory.base import MemoryBase
+from workbench.memory.embeddings import MINILM_NAME, EmbeddingCache, encode_texts, load_minilm
+from workbench.memory.task_info import game_key
+from workbench.memory.trajectory import MemoryEntry
 
 __all__ = [
     "Retriever",

@@ -13,8 +13,8 @@ import warnings
 from functools import lru_cache
 from typing import Any
 
-from .render import Piece, render_memory, render_pieces
-from .trajectory import MemoryEntry, Trajectory
+from workbench.memory.render import Piece, render_memory, render_pieces
+from workbench.memory.trajectory import MemoryEntry, Trajectory
 
 __all__ = ["o200k_encoding", "count_o200k", "count_tokens", "memory_tokens", "piece_token_counts",
            "memory_token_breakdown"]

@@ -27,8 +27,8 @@ from pathlib import Path
 from workbench.envs.oracle import label_trajectory_states
 from workbench.memory.trajectory import Trajectory, atomic_write_text, iter_jsonl_dicts
 
-from .data import admissible_at
-from .layouts import BUDGETS, LAYOUTS, Layout
+from workbench.training.data import admissible_at
+from workbench.training.layouts import BUDGETS, LAYOUTS, Layout
 
 __all__ = ["label_trajectory", "label_run", "rollout_grid", "label_report", "write_labelled", "run_rollouts",
            "label_iteration", "iteration_dir", "parse_per_layout", "compare_iterations"]

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from workbench.envs.base import Task
 from workbench.memory.trajectory import Trajectory
 
-from .data import _stable_seed
+from workbench.training.data import _stable_seed
 
 __all__ = ["Layout", "LAYOUTS", "BUDGETS", "LayoutSampler", "layout_policy", "layout_counts", "task_of"]
 

@@ -20,9 +20,9 @@ from collections import Counter
 
 from workbench.envs.alfworld_text import entity_type, parse_action, parse_goal
 
-from ..inputs import WorkflowInput
-from ..schemas import Workflow
-from .reflector import redundant_steps
+from workbench.llm.inputs import WorkflowInput
+from workbench.llm.schemas import Workflow
+from workbench.llm.offline.reflector import redundant_steps
 
 __all__ = ["induce_workflow", "abstract_actions"]
 

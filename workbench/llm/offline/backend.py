@@ -14,28 +14,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from ..errors import LLMConfigError
-from ..inputs import (
-    CurateInput,
-    DirectFailureEditInput,
-    DirectSuccessEditInput,
-    FailureRefinerInput,
-    ProactiveInput,
-    ReflectorInput,
-    RetrievalAnalyzerInput,
-    StateParserInput,
-    SuccessRefinerInput,
-    WorkflowInput,
-    WriterInput,
-)
-from ..protocol import ChatResult, Message, ToolSpec
-from ..tools import format_text_tool_call
-from .arbiter import parse_state, write_candidates
-from .proactive import intervene, manage_bank
-from .awm import induce_workflow
-from .dc import curate
-from .refiner import direct_edit_failure, direct_edit_success, refine_failure, refine_success
-from .reflector import analyze_retrieval, reflect_failure, reflect_success
+from workbench.llm.errors import LLMConfigError
+from workbench.llm.inputs import CurateInput, DirectFailureEditInput, DirectSuccessEditInput, FailureRefinerInput, ProactiveInput, ReflectorInput, RetrievalAnalyzerInput, StateParserInput, SuccessRefinerInput, WorkflowInput, WriterInput
+from workbench.llm.protocol import ChatResult, Message, ToolSpec
+from workbench.llm.tools import format_text_tool_call
+from workbench.llm.offline.arbiter import parse_state, write_candidates
+from workbench.llm.offline.proactive import intervene, manage_bank
+from workbench.llm.offline.awm import induce_workflow
+from workbench.llm.offline.dc import curate
+from workbench.llm.offline.refiner import direct_edit_failure, direct_edit_success, refine_failure, refine_success
+from workbench.llm.offline.reflector import analyze_retrieval, reflect_failure, reflect_success
 
 __all__ = ["OfflineALFWorldBackend", "OFFLINE_ALGORITHMS"]
 

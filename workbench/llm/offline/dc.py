@@ -30,10 +30,10 @@ from collections import Counter
 
 from workbench.envs.alfworld_text import entity_type, parse_action, parse_goal
 
-from ..inputs import CurateInput
-from ..schemas import MAX_CHEATSHEET, Cheatsheet, CheatsheetEntry
-from .awm import abstract_actions
-from .reflector import redundant_steps
+from workbench.llm.inputs import CurateInput
+from workbench.llm.schemas import MAX_CHEATSHEET, Cheatsheet, CheatsheetEntry
+from workbench.llm.offline.awm import abstract_actions
+from workbench.llm.offline.reflector import redundant_steps
 
 __all__ = ["curate", "supported_insights"]
 

@@ -22,9 +22,9 @@ import re
 
 from workbench.memory.trajectory import Step
 
-from ..inputs import BankView, ProactiveInput, StateParserInput
-from ..protocol import ToolCall
-from ..schemas import Intervention
+from workbench.llm.inputs import BankView, ProactiveInput, StateParserInput
+from workbench.llm.protocol import ToolCall
+from workbench.llm.schemas import Intervention
 from workbench.envs.alfworld_text import (
     INTERACTION,
     entity_type,
@@ -35,7 +35,7 @@ from workbench.envs.alfworld_text import (
     parse_goal,
     sightings,
 )
-from .arbiter import _PAST, parse_state
+from workbench.llm.offline.arbiter import _PAST, parse_state
 
 __all__ = ["manage_bank", "intervene", "entry_id", "task_requirements"]
 

@@ -32,9 +32,9 @@ import torch
 from workbench.attention.diagnosis import DiagnosisConfig, diagnose_column, weakly_used_segments
 from workbench.memory.trajectory import Segment
 
-from ..edits import parse_segment_text, segment_text
-from ..inputs import DirectFailureEditInput, DirectSuccessEditInput, FailureRefinerInput, SuccessRefinerInput
-from ..schemas import DirectEdit, FailureReflection, Refinement, SegmentEdit
+from workbench.llm.edits import parse_segment_text, segment_text
+from workbench.llm.inputs import DirectFailureEditInput, DirectSuccessEditInput, FailureRefinerInput, SuccessRefinerInput
+from workbench.llm.schemas import DirectEdit, FailureReflection, Refinement, SegmentEdit
 from workbench.envs.alfworld_text import parse_action
 
 __all__ = ["diagnose", "refine_failure", "weakly_utilized", "refine_success", "direct_edit_failure",

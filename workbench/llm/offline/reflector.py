@@ -32,9 +32,9 @@ from collections.abc import Callable, Mapping, Sequence
 
 from workbench.memory.trajectory import Segment, Trajectory
 
-from ..edits import segment_text
-from ..inputs import ReflectorInput, RetrievalAnalyzerInput
-from ..schemas import FailureReflection, RedundantSegment, RetrievalAnalysis, SuccessReflection
+from workbench.llm.edits import segment_text
+from workbench.llm.inputs import ReflectorInput, RetrievalAnalyzerInput
+from workbench.llm.schemas import FailureReflection, RedundantSegment, RetrievalAnalysis, SuccessReflection
 from workbench.envs.alfworld_text import INTERACTION, is_failure, normalize, parse_action, parse_goal
 
 __all__ = ["reflect_failure", "reflect_success", "analyze_retrieval", "supporting_segment", "plan_progress",

@@ -22,7 +22,7 @@ from workbench.attention.recording import UtilizationEpisode
 from workbench.memory.base import MemoryBase
 from workbench.memory.trajectory import MemoryEntry, Trajectory
 
-from .refine import Execution, TaskRecord, load_executions, load_log
+from workbench.methods.agmr.refine import Execution, TaskRecord, load_executions, load_log
 
 __all__ = ["agmr_configs", "scenario_groups", "success_by_scenario", "refined_share", "refinement_cases",
            "recorded_verifier", "model_verifier", "SCENARIOS"]
@@ -171,7 +171,7 @@ def model_verifier(lm: Any, heads: Sequence[tuple[int, int]], split: str = "vali
     state: dict = {}
 
     def verify(task_id: str, candidate: MemoryEntry) -> Execution:
-        from .refine import execute
+        from workbench.methods.agmr.refine import execute
 
         if task_id not in tasks:
             raise KeyError(f"task {task_id!r} is not in {split}")

@@ -26,7 +26,7 @@ from typing import Protocol
 from workbench.memory.tokens import count_o200k
 from workbench.prompts.working_memory import WMPiece
 
-from .items import BANK_TITLES, Item
+from workbench.methods.arbiter.items import BANK_TITLES, Item
 
 __all__ = ["Candidate", "AssembledBlock", "Allocation", "PriorityAllocation", "FixedShares", "assemble",
            "OPEN", "CLOSE", "FIXED_SHARES", "block_text"]

@@ -26,7 +26,7 @@ from workbench.agents.counterfactual import argmax
 from workbench.eval.task_cache import admissible_along, replay_game, require_score
 from workbench.memory.trajectory import Trajectory
 
-from .policy import ArbiterPolicy
+from workbench.methods.arbiter.policy import ArbiterPolicy
 
 __all__ = ["TRANSITIONS", "band_switch_effects", "summarize_band_switches", "FAILURE_ABLATIONS", "repeated_failures",
            "failure_memory_ablation", "summarize_failure_ablation", "UNQUOTED", "loop_steps", "loop_episodic_switch",

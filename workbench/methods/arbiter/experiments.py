@@ -248,7 +248,7 @@ def item_attention(lm, heads, split: str, tasks: str, budget: int = 500, max_ste
     from workbench.eval.task_cache import TaskCache, analysis_key
     from workbench.memory.trajectory import Trajectory
 
-    from .policy import ArbiterPolicy
+    from workbench.methods.arbiter.policy import ArbiterPolicy
 
     cache = TaskCache(cache_dir, "item_attention", analysis_key(lm, heads=[list(h) for h in heads], split=split,
                                                                   budget=budget, max_steps=max_steps))
@@ -281,8 +281,8 @@ def band_switches(lm, split: str, tasks: str, budget: int = 500, per_transition:
     from workbench.eval.runner import RunConfig, select_tasks
     from workbench.eval.task_cache import TaskCache, analysis_key
 
-    from .causal import band_switch_effects
-    from .policy import ArbiterPolicy
+    from workbench.methods.arbiter.causal import band_switch_effects
+    from workbench.methods.arbiter.policy import ArbiterPolicy
 
     cache = TaskCache(cache_dir, "band_switches", analysis_key(lm, split=split, budget=budget,
                                                                 per_transition=per_transition,

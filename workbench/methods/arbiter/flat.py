@@ -20,8 +20,8 @@ from workbench.memory.tokens import count_o200k
 from workbench.memory.trajectory import Step
 from workbench.prompts.working_memory import WMPiece
 
-from .assembly import CLOSE, OPEN, block_text
-from .policy import DEFAULT_BUDGET
+from workbench.methods.arbiter.assembly import CLOSE, OPEN, block_text
+from workbench.methods.arbiter.policy import DEFAULT_BUDGET
 
 __all__ = ["FlatRecency", "FlatRetrieval", "whitespace_tokens", "BM25_K1", "BM25_B"]
 

@@ -38,11 +38,11 @@ from workbench.llm.schemas import ParsedState
 from workbench.llm.stages import run_stage
 from workbench.memory.trajectory import Step
 
-from .assembly import Candidate, assemble
-from .banks import InvalidWriteError
-from .gate import H, transition
-from .signals import Context
-from .variants import get_variant
+from workbench.methods.arbiter.assembly import Candidate, assemble
+from workbench.methods.arbiter.banks import InvalidWriteError
+from workbench.methods.arbiter.gate import H, transition
+from workbench.methods.arbiter.signals import Context
+from workbench.methods.arbiter.variants import get_variant
 
 __all__ = ["ArbiterPolicy", "ROW_FIELDS", "DEFAULT_BUDGET"]
 

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 
 from workbench.registry import Registry
 
-from .assembly import Allocation, FixedShares, PriorityAllocation
-from .banks import FunctionalBanks, SinglePool, Store
-from .gate import Gate, IndependentGate, TemporalGate
-from .signals import DynamicSignals, FixedSignals, PoolSignals, Signals
+from workbench.methods.arbiter.assembly import Allocation, FixedShares, PriorityAllocation
+from workbench.methods.arbiter.banks import FunctionalBanks, SinglePool, Store
+from workbench.methods.arbiter.gate import Gate, IndependentGate, TemporalGate
+from workbench.methods.arbiter.signals import DynamicSignals, FixedSignals, PoolSignals, Signals
 
 __all__ = ["ArbiterVariant", "register_variant", "get_variant", "list_variants", "ABLATIONS"]
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from statistics import mean
 
-from .variants import list_variants
+from workbench.methods.proactive.variants import list_variants
 
 __all__ = ["proactive_configs", "verbatim_configs", "written_action_table", "VERBATIM", "silent_pairs",
            "intervention_table", "reminder_attention", "placebo_prompt",

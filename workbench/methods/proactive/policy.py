@@ -35,9 +35,9 @@ from workbench.llm.stages import run_stage
 from workbench.memory.tokens import count_o200k
 from workbench.memory.trajectory import Step
 
-from .bank import Bank
-from .triggers import Trigger
-from .variants import get_variant
+from workbench.methods.proactive.bank import Bank
+from workbench.methods.proactive.triggers import Trigger
+from workbench.methods.proactive.variants import get_variant
 
 __all__ = ["ProactivePolicy", "WINDOW"]
 

@@ -27,8 +27,8 @@ from workbench.llm.stages import render_stage
 from workbench.llm.tools import PROACTIVE_TOOLS
 from workbench.memory.trajectory import Trajectory, atomic_write_text
 
-from .bank import PREFILTER_AT, Bank
-from .policy import WINDOW
+from workbench.methods.proactive.bank import PREFILTER_AT, Bank
+from workbench.methods.proactive.policy import WINDOW
 
 __all__ = ["sft_examples", "export_sft"]
 
