@@ -47,7 +47,7 @@ def decision_rule_accuracy(lm, memory: str, split: str, tasks: str, out: Path) -
     from workbench.agents.loop import Agent
     from workbench.eval.memory_base import expert_trajectories_for
     from workbench.eval.runner import build_policy
-    from workbench.eval.teacher_forcing import teacher_forced_accuracy
+    from workbench.agents.teacher_forcing import teacher_forced_accuracy
 
     path = out / "decision_rules.json"
     key = {"model": lm.name, "memory": memory, "split": split, "tasks": tasks}

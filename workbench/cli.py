@@ -136,7 +136,8 @@ def _heads_arg(heads: list[tuple[int, int]] | None, a: argparse.Namespace, lm) -
 def _cmd_heads_score(a: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from workbench.attention import build_supervision, load_supervision, retrieval_heads
+    from workbench.studies.retrieval_heads import build_supervision, retrieval_heads
+    from workbench.attention import load_supervision
     from workbench.models import load_model
 
     if a.save_default:  # refused before the model loads and the scoring runs
@@ -172,7 +173,7 @@ def _cmd_heads_score(a: argparse.Namespace) -> int:
 
 
 def _cmd_heads_ablate(a: argparse.Namespace) -> int:
-    from workbench.attention import head_ablation
+    from workbench.studies.head_masking_run import head_ablation
     from workbench.models import load_model
 
     heads = _parse_heads(a)
@@ -184,7 +185,7 @@ def _cmd_heads_ablate(a: argparse.Namespace) -> int:
 
 
 def _cmd_utilization(a: argparse.Namespace) -> int:
-    from workbench.attention import segment_masking
+    from workbench.studies.segment_masking_run import segment_masking
     from workbench.models import load_model
 
     if a.carriers not in ("none", "all"):

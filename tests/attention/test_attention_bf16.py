@@ -8,16 +8,24 @@ import random
 import pytest
 import torch
 from agent_tiny import TASK, FixedEntry, build_agent_lm, expert
-from attention_tiny import MARKERS, N_HEADS, N_LAYERS, PLANTED, WRITE_DIM, build_tiny_lm, plain_tokens
+from attention_tiny import (
+    MARKERS,
+    N_HEADS,
+    N_LAYERS,
+    PLANTED,
+    WRITE_DIM,
+    build_tiny_lm,
+    plain_tokens,
+)
 
 from workbench.agents import Agent
 from workbench.attention import (
     AttentionCapture,
     mask_heads_hooks,
     score_heads,
-    teacher_forced_utilization,
     utilization_matrix,
 )
+from workbench.methods.agmr.recording import teacher_forced_utilization
 from workbench.models.scoring import ActionScorer
 
 CANDIDATES = ["w10 w11", "w12", "w13 w14 w15"]

@@ -8,9 +8,15 @@ from pathlib import Path
 import pytest
 
 import workbench.attention.heads as heads_module
-from workbench.attention import (HeadAblationResult, HeadScores, SupervisionRecord, default_retrieval_heads,
-                                 load_utilization, save_supervision)
+from workbench.attention import (
+    HeadScores,
+    SupervisionRecord,
+    default_retrieval_heads,
+    save_supervision,
+)
 from workbench.cli import main
+from workbench.methods.agmr.recording import load_utilization
+from workbench.studies.head_masking import HeadAblationResult
 
 pytestmark = pytest.mark.integration
 

@@ -5,24 +5,28 @@ from __future__ import annotations
 import pytest
 from agent_tiny import ENTRY, PLAN, TASK, FixedEntry, PlanEnv, build_agent_lm, expert
 
-import workbench.attention.ablation as ablation_mod
+import workbench.studies.head_masking as ablation_mod
 from workbench.agents import Agent
-from workbench.attention import (
-    ConditionScore,
-    DropSegments,
-    HeadAblationResult,
-    SegmentMaskingResult,
-    SegmentMaskingRow,
-    ablation_conditions,
+from workbench.attention import DropSegments
+from workbench.memory.render import render_pieces
+from workbench.methods.agmr.recording import (
     load_utilization,
     representative,
-    run_head_ablation,
-    run_segment_masking,
     save_utilization,
     teacher_forced_utilization,
     utilization_episode,
 )
-from workbench.memory.render import render_pieces
+from workbench.studies.head_masking import (
+    ConditionScore,
+    HeadAblationResult,
+    ablation_conditions,
+    run_head_ablation,
+)
+from workbench.studies.segment_masking import (
+    SegmentMaskingResult,
+    SegmentMaskingRow,
+    run_segment_masking,
+)
 
 TASKS = {TASK.task_id: TASK}
 

@@ -8,9 +8,17 @@ import torch
 from workbench.agents.loop import Agent
 from workbench.attention.capture import CapturedStep
 from workbench.attention.instrument import CaptureInstrument
-from workbench.attention.items import focal_vs_ambient, item_utilization, span_utilization
+from workbench.attention.items import (
+    focal_vs_ambient,
+    item_utilization,
+    span_utilization,
+)
 from workbench.prompts.layout import PromptBuilder
-from workbench.prompts.working_memory import WMPiece, build_working_memory_prompt, item_spans
+from workbench.prompts.working_memory import (
+    WMPiece,
+    build_working_memory_prompt,
+    item_spans,
+)
 
 BLOCK = (WMPiece("wm_open", "Working memory:\n"), WMPiece("wm_bank", "Episodic:\n", bank="episodic"),
          WMPiece("wm_item", "- Step 2: 'open drawer 1' -> Nothing happens.\n", item="E1", bank="episodic", band="F"),

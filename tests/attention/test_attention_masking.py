@@ -6,7 +6,15 @@ import random
 
 import pytest
 import torch
-from attention_tiny import D_HEAD, MARKERS, N_HEADS, N_LAYERS, PLANTED, WRITE_DIM, plain_tokens
+from attention_tiny import (
+    D_HEAD,
+    MARKERS,
+    N_HEADS,
+    N_LAYERS,
+    PLANTED,
+    WRITE_DIM,
+    plain_tokens,
+)
 
 from workbench.attention import mask_heads_hooks, random_heads
 from workbench.models.scoring import ActionScorer

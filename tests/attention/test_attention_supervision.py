@@ -10,22 +10,24 @@ from agent_tiny import ENTRY, PLAN, TASK, FixedEntry, build_agent_lm, expert
 from attention_tiny import MARKERS, PLANTED, plain_tokens
 
 from workbench.attention import (
-    StepTransition,
     SupervisionRecord,
-    build_step_level,
-    build_task_level,
     load_supervision,
     save_supervision,
     score_heads,
-    step_transitions,
     supervision_pairs,
     supervision_summary,
-    task_transitions,
     template_segment,
 )
 from workbench.llm import ScriptedBackend
 from workbench.memory.trajectory import Step, Trajectory, TrajectoryFormatError
 from workbench.prompts.layout import PromptBuilder
+from workbench.studies.supervision import (
+    StepTransition,
+    build_step_level,
+    build_task_level,
+    step_transitions,
+    task_transitions,
+)
 
 
 @pytest.fixture(scope="module")

@@ -3,8 +3,13 @@
 import pytest
 
 from workbench.envs import (
-    ALFWorldEnv, DataRootError, load_alfworld_tasks, normalize_observation, planner_trajectory,
-    split_initial_observation, to_admissible,
+    ALFWorldEnv,
+    DataRootError,
+    load_alfworld_tasks,
+    normalize_observation,
+    planner_trajectory,
+    split_initial_observation,
+    to_admissible,
 )
 from workbench.envs.alfworld import alfworld_data_root
 

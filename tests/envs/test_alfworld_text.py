@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from workbench.envs.alfworld_text import GoalSpec, is_failure, parse_action, parse_goal, sightings, track
+from workbench.envs.alfworld_text import (
+    GoalSpec,
+    is_failure,
+    parse_action,
+    parse_goal,
+    sightings,
+    track,
+)
 
 
 @pytest.mark.parametrize("action,template,x,y", [

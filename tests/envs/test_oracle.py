@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from workbench.envs.oracle import Label, label_state, milestones, oracle_agreement, oracle_rollout, replay_state
+from workbench.envs.oracle import (
+    Label,
+    label_state,
+    milestones,
+    oracle_agreement,
+    oracle_rollout,
+    replay_state,
+)
 
 PLAN = ["go to countertop 1", "take apple 1 from countertop 1", "go to sinkbasin 1", "clean apple 1 with sinkbasin 1",
         "go to fridge 1", "open fridge 1", "put apple 1 in/on fridge 1"]

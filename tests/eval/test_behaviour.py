@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from workbench.eval.behaviour import common_failure_rates, episodic_share, failures, max_memory_o200k, recurrence_rates, task_behaviour
+from workbench.eval.behaviour import (
+    common_failure_rates,
+    episodic_share,
+    failures,
+    max_memory_o200k,
+    recurrence_rates,
+    task_behaviour,
+)
 from workbench.eval.interventions import intervention_metrics
 from workbench.eval.metrics import SR_KS, episode_metrics
 from workbench.memory.trajectory import Step, Trajectory

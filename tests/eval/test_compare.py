@@ -32,7 +32,7 @@ def _episode(task_id, task_type, actions, success):
 
 
 def test_first_divergence_is_the_first_differing_action_or_the_shorter_length():
-    from workbench.eval.compare import first_divergence
+    from workbench.studies.parting import first_divergence
 
     a = _episode("t", "look", ["go to bed 1", "take x", "use lamp"], True)
     assert first_divergence(a, _episode("t", "look", ["go to shelf 1", "take x", "use lamp"], False)) == 0
@@ -42,7 +42,7 @@ def test_first_divergence_is_the_first_differing_action_or_the_shorter_length():
 
 
 def test_parting_table_counts_each_sides_wins_by_where_the_episodes_part():
-    from workbench.eval.compare import parting_table
+    from workbench.studies.parting import parting_table
 
     a = [_episode("t1", "look", ["bed", "take", "use"], True),           # only A, parts at 0
          _episode("t2", "look", ["bed", "take", "use"], True),           # only A, parts at 2

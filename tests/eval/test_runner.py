@@ -13,7 +13,13 @@ import pytest
 from workbench.cli import main
 from workbench.eval.metrics import episode_metrics, success_rate_at
 from workbench.eval.runner import RunConfig, parse_task_slice, run
-from workbench.memory.trajectory import Step, Trajectory, TrajectoryFormatError, iter_jsonl_dicts, read_jsonl
+from workbench.memory.trajectory import (
+    Step,
+    Trajectory,
+    TrajectoryFormatError,
+    iter_jsonl_dicts,
+    read_jsonl,
+)
 from workbench.models.registry import DEFAULT_AGENT
 
 WB = [sys.executable, "-m", "workbench.cli"]

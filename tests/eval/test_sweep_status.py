@@ -17,7 +17,11 @@ import pytest
 from workbench.cli import main
 from workbench.eval.runner import select_tasks
 from workbench.eval.sweep import load_grid, run_sweep
-from workbench.eval.sweep_status import ConcurrentSweepError, refuse_concurrent, sweep_status
+from workbench.eval.sweep_status import (
+    ConcurrentSweepError,
+    refuse_concurrent,
+    sweep_status,
+)
 
 GRID = """
 out: {out}

@@ -3,8 +3,8 @@ step, those whose expert action cannot be scored included, so its memory at the 
 
 from workbench.agents.loop import Agent
 from workbench.agents.policy import MemoryBlock
+from workbench.agents.teacher_forcing import teacher_forced_accuracy
 from workbench.envs.base import Task
-from workbench.eval.teacher_forcing import teacher_forced_accuracy
 from workbench.memory.trajectory import Step, Trajectory
 
 

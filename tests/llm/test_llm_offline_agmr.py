@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from llm_cases import EXPERT_PLAN, failed_run, memory_clean_tomato, memory_with_detours, successful_run
+from llm_cases import (
+    EXPERT_PLAN,
+    failed_run,
+    memory_clean_tomato,
+    memory_with_detours,
+    successful_run,
+)
 
 from workbench.llm import (
     FailureRefinerInput,

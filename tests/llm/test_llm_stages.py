@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import pytest
-from llm_cases import EXPERT_PLAN, GOAL, ROOM, failed_run, memory_clean_tomato, successful_run
+from llm_cases import (
+    EXPERT_PLAN,
+    GOAL,
+    ROOM,
+    failed_run,
+    memory_clean_tomato,
+    successful_run,
+)
 
 from workbench.llm import (
     CurateInput,
     DirectFailureEditInput,
     DirectSuccessEditInput,
     FailureRefinerInput,
-    WorkflowInput,
     FailureReflection,
     LLMConfigError,
     ProactiveInput,
@@ -19,6 +25,7 @@ from workbench.llm import (
     StateParserInput,
     SuccessRefinerInput,
     SuccessReflection,
+    WorkflowInput,
     WriterInput,
     get_backend,
     get_stage,

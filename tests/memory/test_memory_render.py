@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 from memory_builders import CLEAN_APPLE_STEPS, ROOM, make_entry, make_traj
 
-from workbench.memory import MemoryEntry, Segment, render_memory, render_pieces, segment_char_spans
+from workbench.memory import (
+    MemoryEntry,
+    Segment,
+    render_memory,
+    render_pieces,
+    segment_char_spans,
+)
 
 
 def test_exact_text_of_a_short_trajectory() -> None:

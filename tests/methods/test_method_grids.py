@@ -7,9 +7,14 @@ from pathlib import Path
 import pytest
 
 from workbench.eval.sweep import load_grid, parse_overrides
-from workbench.methods.arbiter.experiments import arbiter_configs, budget_pairs, reference_configs, sensitivity_configs
-from workbench.methods.proactive.experiments import proactive_configs, silent_pairs
 from workbench.reporting.profiles import PROFILES
+from workbench.studies.arbiter_grids import (
+    arbiter_configs,
+    budget_pairs,
+    reference_configs,
+    sensitivity_configs,
+)
+from workbench.studies.proactive_grids import proactive_configs, silent_pairs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -46,7 +51,7 @@ def test_the_agmr_grid_is_notebook_04s_full_profile():
     """Notebook 04 (runs_dir absolute, as `workbench reproduce` passes it) builds the same runs as the grid played
     from the repository root: a memory base is the same through either path (runner.identity_diff)."""
     from workbench.eval.runner import identity_diff
-    from workbench.methods.agmr import agmr_configs
+    from workbench.studies.agmr_grids import agmr_configs
 
     model, root = "smollm2-135m-alfworld-v2", ROOT / "runs/full-bfloat16/04_agmr"
     grid = load_grid(ROOT / "grids" / "agmr_valid_unseen.yaml", out=str(root / model))
@@ -64,8 +69,8 @@ def test_the_agmr_grid_is_notebook_04s_full_profile():
 def test_the_written_action_grid_is_notebook_05s_full_profile(model, dtype, root):
     """Table 5 (a) in the paper's setting: the grid plays the folders notebook 05 reads (verbatim_tasks of the full
     profile), beside the main grid's in the same model folder."""
-    from workbench.methods.arbiter.experiments import verbatim_configs
     from workbench.reporting.profiles import PROFILES
+    from workbench.studies.arbiter_grids import verbatim_configs
 
     tasks = PROFILES["full"]["05_arbiter"]["verbatim_tasks"]
     grid = load_grid(ROOT / "grids" / "arbiter_verbatim_valid_unseen.yaml", out=f"{root}/05_arbiter/{model}",
@@ -75,7 +80,7 @@ def test_the_written_action_grid_is_notebook_05s_full_profile(model, dtype, root
     assert all(c.decode == "generate-verbatim" and c.budget == (None if c.memory == "none" else 500)
                for c in grid.configs)
     # its reference row is the run notebook 06's written-action grid plays (read from there, not played twice)
-    from workbench.methods.proactive.experiments import verbatim_configs as proactive_verbatim
+    from workbench.studies.proactive_grids import verbatim_configs as proactive_verbatim
 
     assert PROFILES["full"]["06_proactive"]["verbatim_tasks"] == tasks
     ours = next(c for c in grid.configs if c.memory == "none")
@@ -91,7 +96,7 @@ def test_the_written_action_grid_is_notebook_05s_full_profile(model, dtype, root
 def test_the_proactive_written_action_grid_is_notebook_06s_full_profile(model, dtype, root):
     """The proactive agent where commands fail: the grid plays the folders notebook 06 reads (verbatim_tasks of the
     full profile) with the same same-memory pair, beside the main grid's in the same model folder."""
-    from workbench.methods.proactive.experiments import verbatim_configs
+    from workbench.studies.proactive_grids import verbatim_configs
 
     tasks = PROFILES["full"]["06_proactive"]["verbatim_tasks"]
     grid = load_grid(ROOT / "grids" / "proactive_verbatim_valid_unseen.yaml", out=f"{root}/06_proactive/{model}",

@@ -2,7 +2,11 @@
 
 import pytest
 
-from workbench.models.generation import closest_admissible, generate_action, parse_action
+from workbench.models.generation import (
+    closest_admissible,
+    generate_action,
+    parse_action,
+)
 
 ADM = ["go to countertop 1", "go to fridge 1", "take apple 1 from countertop 1", "put apple 1 in/on fridge 1"]
 

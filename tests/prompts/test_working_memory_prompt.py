@@ -6,7 +6,11 @@ from workbench.agents.loop import Agent
 from workbench.agents.policy import MemoryBlock
 from workbench.memory.trajectory import Step
 from workbench.prompts.layout import PromptBuilder, PromptTooLongError
-from workbench.prompts.working_memory import WMPiece, build_working_memory_prompt, item_spans
+from workbench.prompts.working_memory import (
+    WMPiece,
+    build_working_memory_prompt,
+    item_spans,
+)
 
 BLOCK = (
     WMPiece("wm_open", "Working memory:\n"),

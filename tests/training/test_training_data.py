@@ -16,7 +16,12 @@ from workbench.memory.task_info import game_key
 from workbench.models.scoring import ActionScorer
 from workbench.prompts.layout import PromptBuilder
 from workbench.training.data import (
-    IGNORE, MemorySampler, build_examples, pack, training_trajectories, unpacked_step,
+    IGNORE,
+    MemorySampler,
+    build_examples,
+    pack,
+    training_trajectories,
+    unpacked_step,
 )
 from workbench.training.trainer import example_loss
 

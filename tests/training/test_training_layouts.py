@@ -12,7 +12,13 @@ from workbench.memory.trajectory import Step
 from workbench.prompts.layout import PromptBuilder
 from workbench.training.dagger import label_report, label_trajectory, rollout_grid
 from workbench.training.data import build_examples, build_policy_examples, unpacked_step
-from workbench.training.layouts import LAYOUTS, Layout, LayoutSampler, layout_counts, layout_policy
+from workbench.training.layouts import (
+    LAYOUTS,
+    Layout,
+    LayoutSampler,
+    layout_counts,
+    layout_policy,
+)
 
 
 @pytest.fixture(scope="module")

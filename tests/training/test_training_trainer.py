@@ -3,8 +3,6 @@ ends with the very same weights and log as the uninterrupted run."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 import torch
 from training_builders import make_memory, make_traj, tiny_llama
@@ -97,7 +95,11 @@ def test_data_fingerprint_and_checkpoint_folders():
     from pathlib import Path
 
     from workbench.memory.trajectory import Step, Trajectory
-    from workbench.training.train import DataConfig, data_fingerprint, default_checkpoints
+    from workbench.training.train import (
+        DataConfig,
+        data_fingerprint,
+        default_checkpoints,
+    )
 
     t = Trajectory(task_id="valid_train/a", goal="g", steps=(Step(observation="o", action="look"),), source="planner")
     on = t.model_copy(update={"source": "agent:x", "meta": {"rollout": "dagger-0/none", "labels": ["look"]}})

@@ -9,7 +9,13 @@ from workbench.methods.arbiter import ArbiterPolicy
 from workbench.methods.arbiter.assembly import block_text
 from workbench.methods.proactive import ProactivePolicy
 from workbench.training.layouts import task_of
-from workbench.viz import arbiter_block_text, arbiter_explorer, arbiter_step_view, proactive_explorer, proactive_step_view
+from workbench.viz import (
+    arbiter_block_text,
+    arbiter_explorer,
+    arbiter_step_view,
+    proactive_explorer,
+    proactive_step_view,
+)
 
 
 def replayed(policy, expert):

@@ -7,15 +7,10 @@ import torch
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from workbench.attention import (
-    ConditionScore,
-    HeadAblationResult,
-    HeadScores,
-    SegmentMaskingResult,
-    SegmentMaskingRow,
-    UtilizationEpisode,
-    utilization_matrix,
-)
+from workbench.attention import HeadScores, utilization_matrix
+from workbench.methods.agmr.recording import UtilizationEpisode
+from workbench.studies.head_masking import ConditionScore, HeadAblationResult
+from workbench.studies.segment_masking import SegmentMaskingResult, SegmentMaskingRow
 from workbench.viz import (
     episode_utilization_figure,
     head_ablation_figure,

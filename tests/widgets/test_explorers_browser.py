@@ -44,10 +44,10 @@ def _refined(root: Path) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "methods" / "agmr"))
     from agmr_builders import RIGHT, TASK, WRONG, ScriptedRefiner, make_base
 
-    from workbench.attention import save_utilization
     from workbench.envs.base import Task
     from workbench.memory.trajectory import append_jsonl
     from workbench.methods.agmr import RefineConfig
+    from workbench.methods.agmr.recording import save_utilization
     from workbench.methods.agmr.refine import _paths, prepare
 
     make_base(root)

@@ -21,7 +21,6 @@ What a kill leaves behind (crash-consistency):
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -32,10 +31,22 @@ from tqdm.auto import tqdm
 from workbench.envs.base import Task
 from workbench.eval.executor import Executor, make_executor
 from workbench.eval.jobs import EPISODE, TEACHER_FORCING, Job
-from workbench.eval.runner import (RunConfig, batch_metrics, check_resume, combine_teacher_forced, select_tasks,
-                                   teacher_forced_key, write_run_config)
-from workbench.memory.trajectory import (Trajectory, append_jsonl, atomic_write_text, cut_torn_tail,
-                                         iter_jsonl_dicts)
+from workbench.eval.runner import (
+    RunConfig,
+    batch_metrics,
+    check_resume,
+    combine_teacher_forced,
+    select_tasks,
+    teacher_forced_key,
+    write_run_config,
+)
+from workbench.memory.trajectory import (
+    Trajectory,
+    append_jsonl,
+    atomic_write_text,
+    cut_torn_tail,
+    iter_jsonl_dicts,
+)
 
 __all__ = ["drive", "check_all", "BatchReport", "PARTS_FILE"]
 

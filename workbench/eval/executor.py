@@ -138,7 +138,13 @@ class RayExecutor:
 
     def map_unordered(self, jobs: Sequence[Job]) -> Iterator[tuple[Job, dict]]:
         ray = self._ray
-        from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError, RayTaskError, WorkerCrashedError
+        from ray.exceptions import (
+            ActorDiedError,
+            ActorUnavailableError,
+            RayActorError,
+            RayTaskError,
+            WorkerCrashedError,
+        )
 
         died = (RayActorError, ActorDiedError, ActorUnavailableError, WorkerCrashedError)
         queue = deque(jobs)

@@ -11,7 +11,11 @@ import hashlib
 from functools import lru_cache
 from pathlib import Path
 
-from workbench.envs.alfworld import _REPO_DEFAULT, alfworld_data_root, load_alfworld_tasks
+from workbench.envs.alfworld import (
+    _REPO_DEFAULT,
+    alfworld_data_root,
+    load_alfworld_tasks,
+)
 from workbench.envs.experts import expert_trajectories
 from workbench.memory.trajectory import Trajectory, read_jsonl, write_jsonl
 from workbench.models.registry import cache_root

@@ -14,7 +14,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from workbench.eval.runner import RunConfig, batch_metrics, load_run, select_tasks, write_run_config
+from workbench.eval.runner import (
+    RunConfig,
+    batch_metrics,
+    load_run,
+    select_tasks,
+    write_run_config,
+)
 from workbench.memory.trajectory import Trajectory, atomic_write_text, write_jsonl
 
 __all__ = ["merge_runs", "merge_teacher_forced"]

@@ -7,7 +7,12 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from statistics import mean
 
-from workbench.eval.behaviour import common_failure_rates, episodic_share, max_memory_o200k, recurrence_rates
+from workbench.eval.behaviour import (
+    common_failure_rates,
+    episodic_share,
+    max_memory_o200k,
+    recurrence_rates,
+)
 from workbench.eval.interventions import intervention_metrics
 from workbench.memory.task_info import parse_game_ref
 from workbench.memory.trajectory import Trajectory

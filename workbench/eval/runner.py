@@ -18,8 +18,7 @@ import json
 import os
 import platform
 import subprocess
-import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from importlib import metadata
 from pathlib import Path
 
@@ -28,7 +27,11 @@ from tqdm.auto import tqdm
 from workbench.envs.alfworld import load_alfworld_tasks
 from workbench.envs.base import Task
 from workbench.eval.metrics import by_task_type, episode_metrics
-from workbench.memory.trajectory import Trajectory, append_jsonl, atomic_write_text, iter_jsonl_dicts
+from workbench.memory.trajectory import (
+    Trajectory,
+    atomic_write_text,
+    iter_jsonl_dicts,
+)
 from workbench.methods.arbiter.policy import DEFAULT_BUDGET
 from workbench.models.registry import DEFAULT_AGENT
 
@@ -546,8 +549,15 @@ def build_policy(name: str, retriever: str = "minilm", *, budget: int | None = N
                  triggers: tuple[str, ...] = (), memory_base: str | None = None):
     """A memory policy: none/icl/traj over the default memory base (valid_train planner trajectories), or a
     method's policy (arbiter, flat-recency, flat-retrieval, proactive...) with its options."""
-    from workbench.agents.policy import (FixedICL, NoMemory, OtherTypeTrajectory, RandomSameType, RetrievedTrajectory,
-                                         get_policy, policy_options)
+    from workbench.agents.policy import (
+        FixedICL,
+        NoMemory,
+        OtherTypeTrajectory,
+        RandomSameType,
+        RetrievedTrajectory,
+        get_policy,
+        policy_options,
+    )
     from workbench.eval.memory_base import default_memory_base
     from workbench.memory.retrieval import get_retriever
 
@@ -624,7 +634,7 @@ def expert_for(split: str, task_id: str) -> Trajectory:
 
 def teacher_forced_part(agent, expert: Trajectory, task: Task, policy) -> dict:
     """One task's teacher-forced steps (a job's result; ``combine_teacher_forced`` adds tasks up)."""
-    from workbench.eval.teacher_forcing import teacher_forced_accuracy
+    from workbench.agents.teacher_forcing import teacher_forced_accuracy
 
     res = teacher_forced_accuracy(agent, [expert], {task.task_id: task}, policy, progress=False)
     return {"task_id": task.task_id, "n_correct": res.n_correct, "n_steps": res.n_steps,

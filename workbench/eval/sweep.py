@@ -44,7 +44,13 @@ from pathlib import Path
 from typing import Any
 
 from workbench.agents.loop import DECODES
-from workbench.eval.runner import DTYPES, NO_TASKS, RunConfig, parse_task_slice, versions
+from workbench.eval.runner import (
+    DTYPES,
+    NO_TASKS,
+    RunConfig,
+    parse_task_slice,
+    versions,
+)
 from workbench.memory.trajectory import atomic_write_text
 
 __all__ = ["GridError", "Grid", "load_grid", "parse_overrides", "run_sweep", "state_path"]
@@ -104,7 +110,11 @@ def _check_value(where: str, key: str, value: Any) -> Any:
 def _check_config(where: str, cfg: RunConfig, n_tasks: dict) -> None:
     from workbench.agents.policy import get_policy
     from workbench.envs.alfworld import load_alfworld_tasks
-    from workbench.models.loading import ModelNotFoundError, _adapter_folder_spec, _resolve_path
+    from workbench.models.loading import (
+        ModelNotFoundError,
+        _adapter_folder_spec,
+        _resolve_path,
+    )
     from workbench.models.registry import get_model_spec
 
     try:
@@ -262,7 +272,11 @@ def run_sweep(grid: Grid, workers: int | None = None, ray_address: str | None = 
         if missing:
             raise GridError(f"{grid.path}: --only {missing[0]}: no such configuration (known: {', '.join(grid.names)})")
         configs = [c for c in configs if Path(c.out).name in only]
-    from workbench.eval.sweep_status import refuse_concurrent, sweep_status, this_process
+    from workbench.eval.sweep_status import (
+        refuse_concurrent,
+        sweep_status,
+        this_process,
+    )
 
     refuse_concurrent(grid.out, [Path(c.out).name for c in configs])  # before anything is written
     state_file = state_path(grid)

@@ -19,8 +19,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from workbench.memory.trajectory import (TrajectoryFormatError, append_jsonl, atomic_write_text, cut_torn_tail,
-                                         iter_jsonl_dicts)
+from workbench.memory.trajectory import (
+    TrajectoryFormatError,
+    append_jsonl,
+    atomic_write_text,
+    cut_torn_tail,
+    iter_jsonl_dicts,
+)
 
 __all__ = ["TaskCache", "analysis_key", "rows_per_episode", "replay_game", "admissible_along", "require_score"]
 

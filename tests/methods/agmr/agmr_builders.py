@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from workbench.attention.recording import UtilizationEpisode
 from workbench.attention.utilization import UtilizationRecord
 from workbench.envs.base import Task
 from workbench.llm.offline import OfflineALFWorldBackend
 from workbench.memory.base import MemoryBase
 from workbench.memory.trajectory import MemoryEntry, Segment, Step, Trajectory
 from workbench.methods.agmr import Execution, RefineConfig, Refiner
+from workbench.methods.agmr.recording import UtilizationEpisode
 from workbench.methods.agmr.refine import _Run
 
 GOAL = "put a apple in fridge."

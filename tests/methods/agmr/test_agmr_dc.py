@@ -9,7 +9,14 @@ import pytest
 from agmr_builders import entry
 
 from workbench.envs.base import Task
-from workbench.llm import Cheatsheet, CheatsheetEntry, CurateInput, ScriptedBackend, render_stage, run_stage
+from workbench.llm import (
+    Cheatsheet,
+    CheatsheetEntry,
+    CurateInput,
+    ScriptedBackend,
+    render_stage,
+    run_stage,
+)
 from workbench.llm.errors import LLMError
 from workbench.llm.offline import OfflineALFWorldBackend
 from workbench.llm.schemas import MAX_CHEATSHEET

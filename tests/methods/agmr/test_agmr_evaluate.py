@@ -4,14 +4,34 @@ episodes shown a refined entry, Figure 6's before/after cases and Figure 9."""
 from __future__ import annotations
 
 import pytest
-from agmr_builders import RIGHT, TASK, WRONG, ScriptedRefiner, entry, make_base, trajectory
+from agmr_builders import (
+    RIGHT,
+    TASK,
+    WRONG,
+    ScriptedRefiner,
+    entry,
+    make_base,
+    trajectory,
+)
 
 from workbench.envs.base import Task
 from workbench.memory.trajectory import append_jsonl
-from workbench.methods.agmr import (RefineConfig, agmr_configs, load_log, recorded_verifier, refined_share,
-                                    refinement_cases, scenario_groups, success_by_scenario)
+from workbench.methods.agmr import (
+    RefineConfig,
+    load_log,
+    recorded_verifier,
+    refined_share,
+    refinement_cases,
+    scenario_groups,
+    success_by_scenario,
+)
 from workbench.methods.agmr.refine import _paths, prepare
-from workbench.viz import refinement_case_figure, scenario_distribution_figure, scenario_success_figure
+from workbench.studies.agmr_grids import agmr_configs
+from workbench.viz import (
+    refinement_case_figure,
+    scenario_distribution_figure,
+    scenario_success_figure,
+)
 
 OTHER = Task("valid_seen/cup/t3", "valid_seen", "pick", "/none")  # a game of its own
 

@@ -9,7 +9,15 @@ import pytest
 from arbiter_builders import item
 
 from workbench.memory.tokens import count_o200k
-from workbench.methods.arbiter.assembly import CLOSE, OPEN, Candidate, FixedShares, PriorityAllocation, assemble, block_text
+from workbench.methods.arbiter.assembly import (
+    CLOSE,
+    OPEN,
+    Candidate,
+    FixedShares,
+    PriorityAllocation,
+    assemble,
+    block_text,
+)
 from workbench.methods.arbiter.items import BANK_ORDER, BANK_PREFIX
 
 WORDS = ("apple", "countertop", "fridge", "drawer", "open", "closed", "holding", "nothing", "happens", "go", "to",

@@ -6,7 +6,13 @@ import pytest
 from arbiter_builders import cand, state
 
 from workbench.methods.arbiter.banks import (
-    MAX_FOCAL_TOKENS, TASK_DONE, FunctionalBanks, InvalidWriteError, SinglePool, check_write, situation,
+    MAX_FOCAL_TOKENS,
+    TASK_DONE,
+    FunctionalBanks,
+    InvalidWriteError,
+    SinglePool,
+    check_write,
+    situation,
 )
 
 

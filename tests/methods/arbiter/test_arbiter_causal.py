@@ -8,7 +8,7 @@ from workbench.agents.loop import Agent
 from workbench.eval.memory_base import expert_trajectories_for
 from workbench.methods.arbiter import ArbiterPolicy
 from workbench.methods.arbiter.assembly import block_text
-from workbench.methods.arbiter.causal import band_switch_effects, summarize_band_switches
+from workbench.studies.band_switches import band_switch_effects, summarize_band_switches
 from workbench.training.layouts import task_of
 
 
@@ -58,8 +58,13 @@ def test_failure_memory_ablation_rewrites_the_action_without_the_failure_items(t
     as shown and without the Constraint / Episodic items that record the failure."""
     from workbench.eval.runner import RunConfig
     from workbench.memory.trajectory import Step, Trajectory
-    from workbench.methods.arbiter.causal import (FAILURE_ABLATIONS, UNQUOTED, failure_memory_ablation,
-                                                  repeated_failures, summarize_failure_ablation)
+    from workbench.studies.failure_ablation import (
+        FAILURE_ABLATIONS,
+        UNQUOTED,
+        failure_memory_ablation,
+        repeated_failures,
+        summarize_failure_ablation,
+    )
 
     bad = "open drawer 99"
     steps = (*expert.steps[:2], Step(observation=expert.steps[2].observation, action=bad),
@@ -109,11 +114,13 @@ def test_loop_switch_shows_the_hidden_episodic_record_at_a_loop(tiny_lm, expert,
     """At an A, B, A, B loop of a failed scoring episode, the game and the policy are replayed to the state and it
     is scored again with every hidden Episodic item brought back focal; rows are kept per episode."""
     from workbench.envs.alfworld import ALFWorldEnv
-    from workbench.eval.runner import RunConfig
+    from workbench.eval.runner import RunConfig, select_tasks
     from workbench.memory.trajectory import Step, Trajectory
-    from workbench.methods.arbiter.causal import loop_episodic_switch, loop_steps, summarize_loop_switch
-
-    from workbench.eval.runner import select_tasks
+    from workbench.studies.loop_switch import (
+        loop_episodic_switch,
+        loop_steps,
+        summarize_loop_switch,
+    )
 
     task = {t.task_id: t for t in select_tasks(RunConfig(out="x", tasks="all"))}[expert.task_id]
     env = ALFWorldEnv(max_steps=50)
@@ -162,8 +169,11 @@ def test_first_step_ablation_scores_step_0_without_each_bank_without_items_and_a
     from workbench.agents.policy import MemoryBlock
     from workbench.eval.runner import RunConfig, select_tasks
     from workbench.memory.trajectory import Step, Trajectory
-    from workbench.methods.arbiter.causal import (_first_step_variants, first_step_ablation,
-                                                  summarize_first_step_ablation)
+    from workbench.studies.first_step_ablation import (
+        _first_step_variants,
+        first_step_ablation,
+        summarize_first_step_ablation,
+    )
 
     task = {t.task_id: t for t in select_tasks(RunConfig(out="x", tasks="all"))}[expert.task_id]
     cfg = RunConfig(out=str(tmp_path / "r"), model="tiny", memory="arbiter", budget=500, split="valid_unseen",

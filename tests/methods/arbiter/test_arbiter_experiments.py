@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from workbench.methods.arbiter.experiments import arbiter_configs, behaviour_table, condition_name
+from workbench.studies.arbiter_grids import arbiter_configs, condition_name
+from workbench.studies.arbiter_tables import behaviour_table
 
 
 def test_the_grid_names_and_options(tmp_path):
@@ -36,7 +37,7 @@ def test_table_5_reads_each_runs_records():
 
 def test_table_5_common_failure_tasks_are_the_three_methods_at_each_budget():
     from workbench.memory.trajectory import Step, Trajectory
-    from workbench.methods.arbiter.experiments import common_failure_sets
+    from workbench.studies.arbiter_tables import common_failure_sets
 
     def traj(task, failed):
         obs = ["room", "Nothing happens." if failed else "ok", "ok"]
@@ -66,7 +67,7 @@ def test_the_sensitivity_runs_adopt_from_500():
     """MemArbiter and Flat Retrieval at the budgets that cut their blocks, on a slice; every other budget of a method
     (750 and the sensitivity ones) takes its 500 episodes where the memory is the same; Flat Recency and the
     ablations play everything."""
-    from workbench.methods.arbiter.experiments import budget_pairs, sensitivity_configs
+    from workbench.studies.arbiter_grids import budget_pairs, sensitivity_configs
 
     main = arbiter_configs("smollm2-135m-alfworld", "valid_unseen", "all", 50, "/r")
     sens = sensitivity_configs("smollm2-135m-alfworld", "valid_unseen", "0:134:4", 50, "/r")
@@ -85,7 +86,7 @@ def test_the_sensitivity_runs_adopt_from_500():
 
 def test_the_budget_sensitivity_table_pairs_each_budget_with_500_on_the_slice():
     from workbench.memory.trajectory import Step, Trajectory
-    from workbench.methods.arbiter.experiments import budget_sensitivity
+    from workbench.studies.arbiter_tables import budget_sensitivity
 
     def run(memory, budget, outcomes, sizes, ablation=None):
         trajs = [Trajectory(task_id=t, goal="g", success=ok, steps=(Step(observation="o", action="look"),),
@@ -121,11 +122,12 @@ def test_the_budget_sensitivity_table_pairs_each_budget_with_500_on_the_slice():
 def test_the_analyses_beyond_the_paper_resume_from_their_cache(tiny_lm, tmp_path, monkeypatch):
     """Item attention and band switches keep each task's result: a second render reads them (nothing is played or
     re-scored) and summarises them exactly as the first did."""
-    import workbench.attention.items as items
     import workbench.methods.arbiter.causal as causal
+
+    import workbench.attention.items as items
     from workbench.attention.items import focal_vs_ambient
-    from workbench.methods.arbiter.causal import summarize_band_switches
-    from workbench.methods.arbiter.experiments import band_switches, item_attention
+    from workbench.studies.band_switches import band_switches, summarize_band_switches
+    from workbench.studies.item_attention import item_attention
 
     heads = [(0, 0), (1, 3)]
     rows, trajs = item_attention(tiny_lm, heads, "valid_unseen", "0:1", max_steps=3, cache_dir=tmp_path)
@@ -151,7 +153,7 @@ def test_the_written_action_reference_row_is_measured_on_the_methods_common_fail
     """``none-verbatim`` sits beside the three methods on their common-failure tasks and defines none of them: a
     task only the reference failed on is not common."""
     from workbench.memory.trajectory import Step, Trajectory
-    from workbench.methods.arbiter.experiments import verbatim_behaviour_table
+    from workbench.studies.arbiter_tables import verbatim_behaviour_table
 
     def ep(task, actions, observations):
         return Trajectory(task_id=task, goal="g", success=False, meta={"final_observation": "ok"},

@@ -8,7 +8,13 @@ from rank_bm25 import BM25Okapi
 from workbench.memory.tokens import count_o200k
 from workbench.memory.trajectory import Step
 from workbench.methods.arbiter.assembly import block_text
-from workbench.methods.arbiter.flat import BM25_B, BM25_K1, FlatRecency, FlatRetrieval, whitespace_tokens
+from workbench.methods.arbiter.flat import (
+    BM25_B,
+    BM25_K1,
+    FlatRecency,
+    FlatRetrieval,
+    whitespace_tokens,
+)
 
 ROOM = "You are in the middle of a room. Looking quickly around you, you see a cabinet 1, a desk 1, and a fridge 1."
 GOAL = "put a clean apple in fridge."

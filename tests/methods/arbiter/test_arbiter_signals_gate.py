@@ -5,8 +5,19 @@ from __future__ import annotations
 import pytest
 from arbiter_builders import ctx, item, state
 
-from workbench.methods.arbiter.gate import GateConfig, IndependentGate, TemporalGate, transition
-from workbench.methods.arbiter.signals import DynamicSignals, FixedSignals, PoolSignals, sim, goal_keys
+from workbench.methods.arbiter.gate import (
+    GateConfig,
+    IndependentGate,
+    TemporalGate,
+    transition,
+)
+from workbench.methods.arbiter.signals import (
+    DynamicSignals,
+    FixedSignals,
+    PoolSignals,
+    goal_keys,
+    sim,
+)
 
 SIG = DynamicSignals()
 

@@ -6,7 +6,12 @@ from __future__ import annotations
 import pytest
 
 from workbench.llm.protocol import ToolCall
-from workbench.methods.proactive.bank import MAX_CONTENT_CHARS, MAX_STATUS_CHARS, PREFILTER_AT, Bank
+from workbench.methods.proactive.bank import (
+    MAX_CONTENT_CHARS,
+    MAX_STATUS_CHARS,
+    PREFILTER_AT,
+    Bank,
+)
 from workbench.methods.proactive.triggers import Trigger
 
 

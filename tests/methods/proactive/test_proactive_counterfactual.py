@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from workbench.agents.counterfactual import choice_shift, is_warning, mentioned_commands, reminder_effect
+from workbench.agents.counterfactual import (
+    choice_shift,
+    is_warning,
+    mentioned_commands,
+    reminder_effect,
+)
 
 ADM = ["go to shelf 1", "go to shelf 10", "open drawer 1", "take pen 1 from desk 1"]
 

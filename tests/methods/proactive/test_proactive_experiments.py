@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from workbench.methods.proactive.experiments import intervention_table, proactive_configs
+from workbench.studies.proactive_grids import proactive_configs
+from workbench.studies.proactive_tables import intervention_table
 
 
 def test_the_grid_is_the_action_agent_alone_and_every_variant(tmp_path):
@@ -28,8 +29,8 @@ def test_the_table_carries_the_reminder_re_score():
 
 def test_the_placebo_keeps_every_position_and_replaces_only_the_reminders_words(tiny_lm):
     from workbench.memory.trajectory import Step
-    from workbench.methods.proactive.experiments import placebo_prompt
     from workbench.prompts.layout import PromptBuilder
+    from workbench.studies.reminder_attention import placebo_prompt
 
     b = PromptBuilder(tiny_lm.tokenizer, 4096)
     hist = [Step(observation="You arrive at drawer 1.", action="open drawer 1")]
@@ -46,7 +47,7 @@ def test_the_placebo_keeps_every_position_and_replaces_only_the_reminders_words(
 
 
 def test_reminder_attention_reports_the_placebo_control_at_the_same_steps(tiny_lm):
-    from workbench.methods.proactive.experiments import reminder_attention
+    from workbench.studies.reminder_attention import reminder_attention
 
     summary, trajs = reminder_attention(tiny_lm, [(0, 0), (1, 3)], "valid_unseen", "0", variant="proactive-always",
                                         max_steps=3)
@@ -62,7 +63,7 @@ def test_reminder_attention_reports_the_placebo_control_at_the_same_steps(tiny_l
 
 def test_reminder_attention_resumes_from_its_cache(tiny_lm, tmp_path, monkeypatch):
     import workbench.agents.loop as loop
-    from workbench.methods.proactive.experiments import reminder_attention
+    from workbench.studies.reminder_attention import reminder_attention
 
     first, trajs = reminder_attention(tiny_lm, [(0, 0)], "valid_unseen", "0", variant="proactive-always",
                                       max_steps=2, cache_dir=tmp_path)
@@ -96,7 +97,7 @@ def _episode(task, success, reminders, actions=None):
 
 
 def test_reminders_by_kind_and_the_tasks_where_the_memory_agent_spoke():
-    from workbench.methods.proactive.experiments import reminder_kinds, spoken_tasks
+    from workbench.studies.proactive_tables import reminder_kinds, spoken_tasks
 
     warn = ("Stop repeating: you already did 'go to shelf 2'.", True, ["go to shelf 2"], True)
     direct = ("Go to fridge 1 next.", False, ["go to fridge 1"], False)
@@ -127,7 +128,7 @@ def test_written_action_table_reads_failures_and_what_the_warning_did():
     written again without it (the same prompt without the reminder)."""
     from workbench.agents.counterfactual import written_reminder_effect
     from workbench.memory.trajectory import Step, Trajectory
-    from workbench.methods.proactive.experiments import written_action_table
+    from workbench.studies.proactive_tables import written_action_table
 
     bad, nothing = "open drawer 9", "Nothing happens."
 
@@ -177,9 +178,12 @@ def test_the_reminder_quote_ablation_writes_the_action_again_four_ways_at_each_s
 
     from workbench.eval.behaviour import failures
     from workbench.eval.runner import RunConfig, load_run, run
-    from workbench.methods.proactive.experiments import (REMINDER_ABLATIONS, reminder_quote_ablation,
-                                                         summarize_reminder_quote)
     from workbench.models.generation import PrefixGenerator
+    from workbench.studies.reminder_quote import (
+        REMINDER_ABLATIONS,
+        reminder_quote_ablation,
+        summarize_reminder_quote,
+    )
 
     cfg = RunConfig(out=str(tmp_path / "proactive-always-verbatim"), split="valid_unseen", tasks="0:2",
                     memory="proactive-always", interval=1, max_steps=5, decode="generate-verbatim",
@@ -217,8 +221,12 @@ def test_the_warning_pull_ablation_scores_each_warning_state_five_ways(tiny_lm, 
     from workbench.agents.counterfactual import is_warning, named_commands
     from workbench.agents.loop import Agent
     from workbench.eval.runner import RunConfig, load_run, run
-    from workbench.methods.proactive.experiments import (UNNAMED, WARNING_ABLATIONS, summarize_warning_pull,
-                                                         warning_pull_ablation)
+    from workbench.studies.warning_pull import (
+        UNNAMED,
+        WARNING_ABLATIONS,
+        summarize_warning_pull,
+        warning_pull_ablation,
+    )
 
     cfg = RunConfig(out=str(tmp_path / "proactive-always"), split="valid_unseen", tasks="0:2",
                     memory="proactive-always", interval=1, max_steps=12, decode="score", teacher_forcing=False,

@@ -7,16 +7,35 @@ retrieval and synthesis) are Table 1's memory baselines, registered as memory po
 """
 
 from workbench.agents.policy import register_policy
-
 from workbench.methods.agmr.awm import WorkflowMemory, instantiate
 from workbench.methods.agmr.dc import DynamicCheatsheet
-from workbench.methods.agmr.evaluate import SCENARIOS, agmr_configs, model_verifier, recorded_verifier, refined_share, refinement_cases, scenario_groups, success_by_scenario
-from workbench.methods.agmr.refine import OUTCOMES, REFINE_DIR, VARIANTS, Attempt, Execution, RefineConfig, RefinementError, Refiner, TaskRecord, execute, load_executions, load_log, refine, refine_stats
+from workbench.methods.agmr.evaluate import (
+    SCENARIOS,
+    model_verifier,
+    recorded_verifier,
+    refined_share,
+    refinement_cases,
+    scenario_groups,
+    success_by_scenario,
+)
+from workbench.methods.agmr.refine import (
+    OUTCOMES,
+    REFINE_DIR,
+    VARIANTS,
+    Attempt,
+    Execution,
+    RefineConfig,
+    RefinementError,
+    Refiner,
+    TaskRecord,
+    execute,
+    load_executions,
+    load_log,
+    refine,
+    refine_stats,
+)
 
-__all__ = ["WorkflowMemory", "instantiate", "DynamicCheatsheet", "execute", "RefineConfig", "RefinementError", "Refiner", "Execution", "Attempt",
-           "TaskRecord", "refine", "refine_stats", "load_log", "load_executions", "REFINE_DIR", "VARIANTS",
-           "OUTCOMES", "SCENARIOS", "agmr_configs", "model_verifier", "recorded_verifier", "refined_share",
-           "refinement_cases", "scenario_groups", "success_by_scenario"]
+__all__ = ["WorkflowMemory", "instantiate", "DynamicCheatsheet", "execute", "RefineConfig", "RefinementError", "Refiner", "Execution", "Attempt", "TaskRecord", "refine", "refine_stats", "load_log", "load_executions", "REFINE_DIR", "VARIANTS", "OUTCOMES", "SCENARIOS", "model_verifier", "recorded_verifier", "refined_share", "refinement_cases", "scenario_groups", "success_by_scenario"]
 
 
 def _awm(backend, memory_base=None):

@@ -18,35 +18,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from workbench.attention.recording import UtilizationEpisode
 from workbench.memory.base import MemoryBase
 from workbench.memory.trajectory import MemoryEntry, Trajectory
+from workbench.methods.agmr.recording import UtilizationEpisode
+from workbench.methods.agmr.refine import (
+    Execution,
+    TaskRecord,
+    load_executions,
+    load_log,
+)
 
-from workbench.methods.agmr.refine import Execution, TaskRecord, load_executions, load_log
-
-__all__ = ["agmr_configs", "scenario_groups", "success_by_scenario", "refined_share", "refinement_cases",
-           "recorded_verifier", "model_verifier", "SCENARIOS"]
+__all__ = ["scenario_groups", "success_by_scenario", "refined_share", "refinement_cases", "recorded_verifier", "model_verifier", "SCENARIOS"]
 
 SCENARIOS = ("attended_but_wrong", "missed_relevant", "distracted_by_irrelevant")
-
-
-def agmr_configs(model: str, split: str, tasks: str, max_steps: int, root: str | Path, bases: dict[str, str],
-                 conditions: Sequence[str] = ("none", "icl", "awm", "dc-rs", "traj"), dtype: str = "float32",
-                 teacher_forcing: bool = False) -> list:
-    """The run configurations of Table 1 / Table 2: ``conditions`` plus a ``traj`` run over each refined base.
-
-    Args:
-        bases: condition name -> refined base folder (``{"agmr": ..., "agmr-no-agr": ...}``).
-    """
-    from workbench.eval.runner import RunConfig
-
-    out = Path(root) / model
-    common = dict(split=split, tasks=tasks, model=model, max_steps=max_steps, dtype=dtype,
-                  teacher_forcing=teacher_forcing)
-    cfgs = [RunConfig(out=str(out / c), memory=c, **common) for c in conditions]
-    cfgs += [RunConfig(out=str(out / name), memory="traj", memory_base=str(folder), **common)
-             for name, folder in bases.items()]
-    return cfgs
 
 
 def scenario_groups(refine_root: str | Path) -> dict[str, str]:

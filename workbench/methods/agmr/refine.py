@@ -38,18 +38,25 @@ import json
 import statistics
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from workbench.attention.diagnosis import diagnose_column, entry_scale
-from workbench.attention.recording import UtilizationEpisode, utilization_episode
 from workbench.memory.base import MemoryBase, entry_diff
 from workbench.memory.tokens import memory_tokens
-from workbench.memory.trajectory import (MemoryEntry, Trajectory, append_jsonl, atomic_write_text,
-                                         cut_torn_tail, iter_jsonl_dicts, read_text_utf8)
+from workbench.memory.trajectory import (
+    MemoryEntry,
+    Trajectory,
+    append_jsonl,
+    atomic_write_text,
+    cut_torn_tail,
+    iter_jsonl_dicts,
+    read_text_utf8,
+)
+from workbench.methods.agmr.recording import UtilizationEpisode, utilization_episode
 from workbench.models.registry import DEFAULT_AGENT
 
 __all__ = ["RefineConfig", "RefinementError", "Execution", "Attempt", "TaskRecord", "Refiner", "refine", "execute",
@@ -293,7 +300,11 @@ class Refiner:
                       ) -> tuple[MemoryEntry, dict]:
         """One failure-branch proposal: reflection, rule, refinement, candidate (``info`` fills as they come, so an
         attempt that fails half-way keeps what its stages said)."""
-        from workbench.llm import DirectFailureEditInput, FailureRefinerInput, ReflectorInput
+        from workbench.llm import (
+            DirectFailureEditInput,
+            FailureRefinerInput,
+            ReflectorInput,
+        )
 
         info = {} if info is None else info
         traj, C = run.traj, run.record.matrix()
@@ -338,7 +349,11 @@ class Refiner:
         return cand, info
 
     def _success_edit(self, memory: MemoryEntry, run: _Run) -> tuple[MemoryEntry | None, dict]:
-        from workbench.llm import DirectSuccessEditInput, ReflectorInput, SuccessRefinerInput
+        from workbench.llm import (
+            DirectSuccessEditInput,
+            ReflectorInput,
+            SuccessRefinerInput,
+        )
 
         refl = self._stage("reflector_success", ReflectorInput(memory=memory, trajectory=run.traj))
         info: dict = {"reflection": refl.model_dump()}

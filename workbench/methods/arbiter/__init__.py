@@ -10,15 +10,38 @@ Policies registered here: ``arbiter`` (options ``budget``, ``ablation``, ``backe
 """
 
 from workbench.agents.policy import register_policy
-
-from workbench.methods.arbiter.assembly import CLOSE, OPEN, AssembledBlock, Candidate, FixedShares, PriorityAllocation, assemble
-from workbench.methods.arbiter.banks import FunctionalBanks, InvalidWriteError, SinglePool, check_write
+from workbench.methods.arbiter.assembly import (
+    CLOSE,
+    OPEN,
+    AssembledBlock,
+    Candidate,
+    FixedShares,
+    PriorityAllocation,
+    assemble,
+)
+from workbench.methods.arbiter.banks import (
+    FunctionalBanks,
+    InvalidWriteError,
+    SinglePool,
+    check_write,
+)
 from workbench.methods.arbiter.flat import FlatRecency, FlatRetrieval
 from workbench.methods.arbiter.gate import GateConfig, IndependentGate, TemporalGate
 from workbench.methods.arbiter.items import BANK_ORDER, Item
 from workbench.methods.arbiter.policy import DEFAULT_BUDGET, ROW_FIELDS, ArbiterPolicy
-from workbench.methods.arbiter.signals import Context, DynamicSignals, FixedSignals, PoolSignals
-from workbench.methods.arbiter.variants import ABLATIONS, ArbiterVariant, get_variant, list_variants, register_variant
+from workbench.methods.arbiter.signals import (
+    Context,
+    DynamicSignals,
+    FixedSignals,
+    PoolSignals,
+)
+from workbench.methods.arbiter.variants import (
+    ABLATIONS,
+    ArbiterVariant,
+    get_variant,
+    list_variants,
+    register_variant,
+)
 
 __all__ = [
     "ArbiterPolicy", "FlatRecency", "FlatRetrieval", "DEFAULT_BUDGET", "ROW_FIELDS", "ABLATIONS",

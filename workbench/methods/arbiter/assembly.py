@@ -24,9 +24,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from workbench.memory.tokens import count_o200k
-from workbench.prompts.working_memory import WMPiece
-
 from workbench.methods.arbiter.items import BANK_TITLES, Item
+from workbench.prompts.working_memory import WMPiece
 
 __all__ = ["Candidate", "AssembledBlock", "Allocation", "PriorityAllocation", "FixedShares", "assemble",
            "OPEN", "CLOSE", "FIXED_SHARES", "block_text"]

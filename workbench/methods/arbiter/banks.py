@@ -31,9 +31,15 @@ from typing import Protocol
 
 from workbench.llm.schemas import CandidateItem, ParsedState
 from workbench.memory.tokens import count_o200k
-
 from workbench.methods.arbiter.ambient import ambient_form
-from workbench.methods.arbiter.items import BANK_ORDER, BANK_PREFIX, PROTECTED_BANKS, TASK_SCOPE, Item, norm_text
+from workbench.methods.arbiter.items import (
+    BANK_ORDER,
+    BANK_PREFIX,
+    PROTECTED_BANKS,
+    TASK_SCOPE,
+    Item,
+    norm_text,
+)
 
 __all__ = ["InvalidWriteError", "check_write", "UpdateLog", "Store", "FunctionalBanks", "SinglePool",
            "MAX_FOCAL_TOKENS", "MAX_ENTITIES", "TASK_DONE", "situation"]

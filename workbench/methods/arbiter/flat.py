@@ -18,10 +18,9 @@ from workbench.agents.policy import MemoryBlock
 from workbench.envs.base import Task
 from workbench.memory.tokens import count_o200k
 from workbench.memory.trajectory import Step
-from workbench.prompts.working_memory import WMPiece
-
 from workbench.methods.arbiter.assembly import CLOSE, OPEN, block_text
 from workbench.methods.arbiter.policy import DEFAULT_BUDGET
+from workbench.prompts.working_memory import WMPiece
 
 __all__ = ["FlatRecency", "FlatRetrieval", "whitespace_tokens", "BM25_K1", "BM25_B"]
 

@@ -46,7 +46,6 @@ from typing import Protocol
 from workbench.envs.alfworld_text import entity_type, is_failure, normalize
 from workbench.llm.schemas import ParsedState
 from workbench.memory.retrieval import bm25_tokens
-
 from workbench.methods.arbiter.items import TASK_SCOPE, Item
 
 __all__ = ["Context", "Signals", "DynamicSignals", "FixedSignals", "PoolSignals", "item_keys", "goal_keys", "sim",

@@ -20,12 +20,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from workbench.registry import Registry
-
-from workbench.methods.arbiter.assembly import Allocation, FixedShares, PriorityAllocation
+from workbench.methods.arbiter.assembly import (
+    Allocation,
+    FixedShares,
+    PriorityAllocation,
+)
 from workbench.methods.arbiter.banks import FunctionalBanks, SinglePool, Store
 from workbench.methods.arbiter.gate import Gate, IndependentGate, TemporalGate
-from workbench.methods.arbiter.signals import DynamicSignals, FixedSignals, PoolSignals, Signals
+from workbench.methods.arbiter.signals import (
+    DynamicSignals,
+    FixedSignals,
+    PoolSignals,
+    Signals,
+)
+from workbench.registry import Registry
 
 __all__ = ["ArbiterVariant", "register_variant", "get_variant", "list_variants", "ABLATIONS"]
 

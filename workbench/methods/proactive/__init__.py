@@ -9,12 +9,23 @@ Policies registered here: ``proactive``, ``proactive-passive``, ``proactive-alwa
 """
 
 from workbench.agents.policy import register_policy
-
-from workbench.methods.proactive.bank import MAX_CONTENT_CHARS, MAX_STATUS_CHARS, PREFILTER_AT, Bank, BankCallError, Entry
+from workbench.methods.proactive.bank import (
+    MAX_CONTENT_CHARS,
+    MAX_STATUS_CHARS,
+    PREFILTER_AT,
+    Bank,
+    BankCallError,
+    Entry,
+)
 from workbench.methods.proactive.policy import WINDOW, ProactivePolicy
 from workbench.methods.proactive.sft import export_sft, sft_examples
 from workbench.methods.proactive.triggers import EVENTS, Trigger
-from workbench.methods.proactive.variants import ProactiveVariant, get_variant, list_variants, register_variant
+from workbench.methods.proactive.variants import (
+    ProactiveVariant,
+    get_variant,
+    list_variants,
+    register_variant,
+)
 
 __all__ = ["ProactivePolicy", "Bank", "BankCallError", "Entry", "Trigger", "EVENTS", "WINDOW", "PREFILTER_AT",
            "MAX_STATUS_CHARS", "MAX_CONTENT_CHARS", "ProactiveVariant", "get_variant", "list_variants",

@@ -21,12 +21,11 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from workbench.llm.inputs import BankView, ProactiveInput
+from workbench.llm.inputs import ProactiveInput
 from workbench.llm.protocol import ToolCall
 from workbench.llm.stages import render_stage
 from workbench.llm.tools import PROACTIVE_TOOLS
 from workbench.memory.trajectory import Trajectory, atomic_write_text
-
 from workbench.methods.proactive.bank import PREFILTER_AT, Bank
 from workbench.methods.proactive.policy import WINDOW
 

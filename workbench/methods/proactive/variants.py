@@ -18,11 +18,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from workbench.registry import Registry
-
 from workbench.llm.errors import LLMOutputError
 from workbench.llm.inputs import BankView
 from workbench.memory.retrieval import bm25_tokens
+from workbench.registry import Registry
 
 __all__ = ["ProactiveVariant", "get_variant", "list_variants", "register_variant", "VARIANTS_TOP_K",
            "Selective", "Always", "Passive", "Advisor", "Retrieval"]

@@ -177,7 +177,7 @@ class HeadAblationResult:
 
 def _score_arm(agent: Any, cond: AblationCondition, policy: Any, experts: Sequence, tasks: dict, env: Any,
                episode_tasks: Sequence, max_steps: int | None, progress: bool) -> ConditionScore:
-    from workbench.eval.teacher_forcing import teacher_forced_accuracy
+    from workbench.agents.teacher_forcing import teacher_forced_accuracy
 
     lm = agent.scorer.lm
     inst = [HeadMaskInstrument(cond.heads, lm.n_heads)] if cond.heads else []

@@ -27,8 +27,16 @@ from pydantic import BaseModel, ConfigDict, Field
 from workbench.attention.diagnosis import diagnose_failure
 from workbench.attention.head_set import Head, HeadSet
 from workbench.attention.instrument import CaptureInstrument
-from workbench.attention.supervision import KEY_KINDS, _segment_actions, template_segment
-from workbench.attention.utilization import UtilizationMatrix, UtilizationRecord, utilization_matrix
+from workbench.attention.supervision import (
+    KEY_KINDS,
+    _segment_actions,
+    template_segment,
+)
+from workbench.attention.utilization import (
+    UtilizationMatrix,
+    UtilizationRecord,
+    utilization_matrix,
+)
 from workbench.memory.trajectory import Trajectory, read_jsonl, write_jsonl
 
 __all__ = ["UtilizationEpisode", "utilization_episode", "teacher_forced_utilization", "save_utilization",
@@ -203,7 +211,7 @@ def teacher_forced_utilization(
         carrier_heads: as in :func:`utilization_episode`.
         instruments: more instruments active in the same forwards.
     """
-    from workbench.eval.teacher_forcing import teacher_forced_accuracy
+    from workbench.agents.teacher_forcing import teacher_forced_accuracy
 
     heads = HeadSet.of(heads)
     cap = CaptureInstrument(agent, _capture_heads(heads, carrier_heads, agent.scorer.lm))

@@ -18,25 +18,22 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from workbench.attention.ablation import HeadAblationResult, run_head_ablation
-from workbench.attention.head_set import Head, HeadSet
 from workbench.attention.heads import HeadScores, score_heads
-from workbench.attention.recording import UtilizationEpisode, load_utilization, save_utilization
-from workbench.attention.segment_ablation import SegmentMaskingResult, run_segment_masking
 from workbench.attention.supervision import (
     SupervisionRecord,
-    build_step_level,
-    build_task_level,
     load_supervision,
     save_supervision,
-    step_transitions,
     supervision_pairs,
-    task_transitions,
 )
 from workbench.memory.trajectory import atomic_write_text
+from workbench.studies.supervision import (
+    build_step_level,
+    build_task_level,
+    step_transitions,
+    task_transitions,
+)
 
-__all__ = ["try_load_model", "split_experts", "teacher_forced_steps", "build_supervision", "retrieval_heads",
-           "head_ablation", "segment_masking"]
+__all__ = ["try_load_model", "split_experts", "teacher_forced_steps", "build_supervision", "retrieval_heads"]
 
 
 def try_load_model(name: str, dtype: str = "float32") -> Any | None:
@@ -182,85 +179,3 @@ def retrieval_heads(
     scores.save(path)
     _mark(path, key)
     return scores
-
-
-def head_ablation(
-    lm: Any,
-    top_heads: HeadSet | Sequence[Head],
-    split: str,
-    tf_tasks: str,
-    runs_dir: str | Path,
-    episode_tasks: str = "",
-    max_steps: int = 50,
-    n_random: int = 3,
-    seed: int = 0,
-    baselines: Sequence[str] = ("none", "icl"),
-    progress: bool = True,
-) -> HeadAblationResult:
-    """Figure 2's arms on ``split`` (teacher forcing on ``tf_tasks``, episodes on ``episode_tasks``).
-
-    ``baselines``: the unmasked reference arms (ICL, the paper's; no memory, what the supervision set contrasts).
-    """
-    from workbench.agents.loop import Agent
-    from workbench.envs.alfworld import ALFWorldEnv
-    from workbench.eval.runner import build_policy
-
-    _, by_id, experts = split_experts(split, tf_tasks)
-    ep_tasks, ep_by_id, _ = split_experts(split, episode_tasks)
-    env = ALFWorldEnv(max_steps=max_steps) if ep_tasks else None
-    try:
-        result = run_head_ablation(
-            Agent.from_model(lm), {name: build_policy(name) for name in (*baselines, "traj")}, top_heads,
-            experts=experts, tasks={**by_id, **ep_by_id}, n_random=n_random, seed=seed, env=env,
-            episode_tasks=ep_tasks, max_steps=max_steps, cache_dir=Path(runs_dir) / "ablation",
-            baselines=baselines, progress=progress,
-        )
-    finally:
-        if env is not None:
-            env.close()
-    result.save(Path(runs_dir) / "ablation.json")
-    return result
-
-
-def segment_masking(
-    lm: Any,
-    heads: HeadSet | Sequence[Head],
-    split: str,
-    tf_tasks: str,
-    runs_dir: str | Path,
-    episode_tasks: str = "",
-    max_steps: int = 50,
-    fraction: float = 0.2,
-    carrier_heads: HeadSet | Sequence[Head] | str | None = None,
-    progress: bool = True,
-) -> tuple[SegmentMaskingResult, list[UtilizationEpisode]]:
-    """Figure 3's test on ``split``; C of every task is kept in ``runs_dir/utilization.jsonl``."""
-    from workbench.agents.loop import Agent
-    from workbench.envs.alfworld import ALFWorldEnv
-    from workbench.eval.runner import build_policy
-
-    runs_dir = Path(runs_dir)
-    path, util = runs_dir / "segment_masking.json", runs_dir / "utilization.jsonl"
-    heads = HeadSet.of(heads)
-    key = {"model": lm.name, "dtype": lm.dtype, "heads": [list(h) for h in heads], "split": split, "tf_tasks": tf_tasks,
-           "episode_tasks": episode_tasks, "max_steps": max_steps, "fraction": fraction,
-           "carrier_heads": carrier_heads if isinstance(carrier_heads, (str, type(None)))
-           else [list(h) for h in HeadSet.of(carrier_heads)]}
-    if _cached(path, key) and util.exists():
-        return SegmentMaskingResult.load(path), load_utilization(util)
-    _, by_id, experts = split_experts(split, tf_tasks)
-    ep_tasks, _, ep_experts = split_experts(split, episode_tasks)
-    env = ALFWorldEnv(max_steps=max_steps) if ep_tasks else None
-    try:
-        result, records = run_segment_masking(
-            Agent.from_model(lm, keep_prompts=True), build_policy("traj"), heads, experts=experts, tasks=by_id,
-            fraction=fraction, env=env, episode_tasks=ep_tasks, max_steps=max_steps, carrier_heads=carrier_heads,
-            expert_plans={e.task_id: e.actions() for e in ep_experts}, progress=progress,
-        )
-    finally:
-        if env is not None:
-            env.close()
-    result.save(path)
-    save_utilization(util, records)
-    _mark(path, key)
-    return result, records

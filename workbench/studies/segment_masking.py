@@ -21,9 +21,13 @@ from pydantic import BaseModel, ConfigDict
 from tqdm.auto import tqdm
 
 from workbench.attention.head_set import Head, HeadSet
-from workbench.attention.recording import UtilizationEpisode, teacher_forced_utilization, utilization_episode
 from workbench.attention.segment_masking import DropSegments, segments_to_mask
 from workbench.memory.trajectory import atomic_write_text
+from workbench.methods.agmr.recording import (
+    UtilizationEpisode,
+    teacher_forced_utilization,
+    utilization_episode,
+)
 
 __all__ = ["SegmentMaskingRow", "SegmentMaskingResult", "run_segment_masking"]
 
@@ -115,7 +119,7 @@ class SegmentMaskingResult:
 
 def _tf_counts(agent: Any, expert: Any, task: Any, policy: Any, instruments: Sequence) -> tuple[int, int, float]:
     """(correct steps, scored steps, sum of p(expert action)) of one teacher-forced walk."""
-    from workbench.eval.teacher_forcing import teacher_forced_accuracy
+    from workbench.agents.teacher_forcing import teacher_forced_accuracy
 
     res = teacher_forced_accuracy(agent, [expert], {expert.task_id: task}, policy, instruments=list(instruments),
                                   progress=False)

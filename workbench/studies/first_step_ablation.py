@@ -1,0 +1,106 @@
+"""Where a working-memory run's first action differs from the action agent alone's: score step 0 without each piece."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from statistics import mean
+
+from workbench.agents.counterfactual import argmax
+from workbench.eval.task_cache import admissible_along, replay_game, require_score
+from workbench.memory.trajectory import Trajectory
+
+from workbench.studies.band_switches import _state_scorer
+
+__all__ = ["first_step_ablation", "summarize_first_step_ablation"]
+
+
+def _first_step_variants(block) -> dict:
+    """The step-0 blocks :func:`first_step_ablation` scores: P_t as shown, without each bank it shows (the
+    bank's header and items), with no item (the working-memory layout alone: goal, an empty block, the
+    observation) and the ReAct prompt (no working memory, no history: the action agent alone's step 0)."""
+    from dataclasses import replace
+
+    from workbench.agents.policy import MemoryBlock
+
+    wm = tuple(block.working_memory)
+    banks = list(dict.fromkeys(p.bank for p in wm if p.kind == "wm_item" and p.bank))
+    out = {"as shown": block}
+    for b in banks:
+        out[f"no {b}"] = replace(block, working_memory=tuple(p for p in wm if p.bank != b))
+    out["no items"] = replace(block, working_memory=tuple(p for p in wm if p.kind in ("wm_open", "wm_close")))
+    out["react"] = MemoryBlock()
+    return out
+
+
+def first_step_ablation(lm, cfg, trajs: Sequence[Trajectory], reference: Sequence[Trajectory],
+                        cache_dir: str | Path | None = None) -> list[dict]:
+    """Where a working-memory run and the action agent alone part at the very first step, which piece of the
+    step-0 prompt makes the difference?
+
+    At step 0 the block holds only what the goal and the first observation give (no history to arbitrate), so
+    a first action that differs from the reference run's (``reference``: the action agent alone's episodes of
+    the same tasks) comes from the layout or from those first items. For each episode of run ``cfg``
+    (``decode="score"``) whose first action differs from the reference's on its task, the policy is replayed to
+    step 0 and the state is scored over its admissible commands with each of :func:`_first_step_variants`.
+
+    Returns:
+        One row per such episode: ``task_id``, ``task_type``, ``success``, ``recorded`` (the run's first action),
+        ``react_first`` (the reference's), and per variant ``<variant>``: the arg-max command.
+
+    Each episode's rows are kept in ``cache_dir`` as they finish (:mod:`workbench.eval.task_cache`), with the
+    episode's actions; ``react_first`` is read from ``reference`` each time.
+    """
+    from workbench.agents.loop import Agent
+    from workbench.agents.policy import replay_at
+    from workbench.eval.runner import policy_for, select_tasks
+    from workbench.eval.task_cache import TaskCache, analysis_key, rows_per_episode
+
+    require_score(cfg, "first_step_ablation")
+    tasks = {t.task_id: t for t in select_tasks(cfg)}
+    react_first = {t.task_id: t.steps[0].action for t in reference if t.steps}
+    cache = TaskCache(cache_dir, "first_step", analysis_key(
+        lm, memory=cfg.memory, budget=cfg.budget, ablation=cfg.ablation, decode=cfg.decode, split=cfg.split))
+    agent = Agent.from_model(lm)
+
+    def analyse(traj: Trajectory, steps: list[int]) -> list[dict]:
+        cands = admissible_along(game(), tasks[traj.task_id], [])[0]
+        mine: list[dict] = []
+        for k, step, history, block in replay_at(policy_for(cfg), tasks[traj.task_id], traj, steps):
+            score = _state_scorer(agent, traj, history, step.observation, cands)
+            row = {"task_id": traj.task_id, "task_type": traj.task_type, "success": traj.success,
+                   "recorded": step.action}
+            for name, variant in _first_step_variants(block).items():
+                row[name] = cands[argmax(score(variant))]
+            mine.append(row)
+        return mine
+
+    def pick(traj: Trajectory) -> list[int]:
+        first = react_first.get(traj.task_id)
+        return [0] if traj.steps and traj.task_id in tasks and first and first != traj.steps[0].action else []
+
+    with replay_game(cfg) as game:
+        rows = rows_per_episode(cache, trajs, pick, analyse)
+    return [{**r, "react_first": react_first[r["task_id"]]} for r in rows]
+
+
+def summarize_first_step_ablation(rows: Sequence[dict]):
+    """Per variant (rows: ``all`` and the run's wins among the states): the states where the variant exists,
+    the share whose arg-max is the run's recorded first action (``keeps``: the replay reproduces it where the
+    variant is ``as shown``) and the share whose arg-max is the action agent alone's first action
+    (``reverts``). A DataFrame indexed by variant."""
+    import pandas as pd
+
+    names = list(dict.fromkeys(k for r in rows for k in r
+                               if k not in ("task_id", "task_type", "success", "recorded", "react_first")))
+    out = {}
+    for name in names:
+        for subset, rs in (("all", rows), ("won", [r for r in rows if r["success"]])):
+            rs = [r for r in rs if name in r]
+            out[(name, subset)] = {
+                "states": len(rs),
+                "keeps": mean(r[name] == r["recorded"] for r in rs) if rs else None,
+                "reverts": mean(r[name] == r["react_first"] for r in rs) if rs else None}
+    df = pd.DataFrame.from_dict(out, orient="index")
+    df.index = [f"{n}|{s}" for n, s in df.index]
+    return df

@@ -1,0 +1,105 @@
+"""At loop states of a MemArbiter run, re-score without the episodic item that shows the loop."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from statistics import mean
+
+from workbench.agents.counterfactual import argmax
+from workbench.eval.task_cache import admissible_along, replay_game, require_score
+from workbench.memory.trajectory import Trajectory
+
+from workbench.studies.band_switches import _state_scorer
+
+__all__ = ["loop_steps", "loop_episodic_switch", "summarize_loop_switch"]
+
+
+def loop_steps(traj: Trajectory) -> list[int]:
+    """Steps k that complete an alternation A, B, A, B of two different actions (k-3 .. k): the agent is in a loop
+    between two commands, not merely going back once."""
+    from workbench.envs.alfworld_text import normalize
+
+    acts = [normalize(a) for a in traj.actions()]
+    return [k for k in range(3, len(acts)) if acts[k] == acts[k - 2] != acts[k - 1] == acts[k - 3]]
+
+
+def loop_episodic_switch(lm, cfg, trajs: Sequence[Trajectory], per_episode: int = 1,
+                         cache_dir: str | Path | None = None) -> list[dict]:
+    """Where MemArbiter loops: would showing what its Episodic bank records about the loop break it?
+
+    A scoring agent never fails a command, so its failed episodes end in loops between two commands, and the
+    Episodic bank records them (one event per command, merged over its repeats: "Steps 1, 3, 5: 'go to desk 2'
+    -> ..."). Its demand reads failed commands and the events' relevance to the subgoal, so the gate may hide
+    them. For each failed episode of run ``cfg`` (``decode="score"``), at its first ``per_episode``
+    :func:`loop_steps`, the game is replayed along the episode to the step for its admissible commands, the
+    policy is replayed to the same state, and the state is scored with P_t as shown and again with every hidden
+    Episodic item brought back focal (one counterfactual block, under the same budget).
+
+    Returns:
+        One row per state: ``task_id``, ``step``, ``recorded`` (the run's action), ``chosen`` (the factual arg-max
+        of the replay; ``replayed_same``: it is the recorded one), ``loop`` (the two commands), ``switched`` (the
+        Episodic items moved H -> F; empty: nothing hidden, ``noop``), and unless ``noop``: ``p`` / ``p_cf``
+        (p(chosen) before / after), ``cf_choice``, ``flipped`` and ``leaves_loop`` (the counterfactual choice is
+        neither command of the loop).
+
+    Each episode's rows are kept in ``cache_dir`` as they finish (:mod:`workbench.eval.task_cache`; None keeps
+    nothing), with the episode's actions: an episode played again differently is analysed again.
+    """
+    from workbench.agents.loop import Agent
+    from workbench.agents.policy import replay_at
+    from workbench.envs.alfworld_text import normalize
+    from workbench.eval.runner import policy_for, select_tasks
+    from workbench.eval.task_cache import TaskCache, analysis_key, rows_per_episode
+
+    require_score(cfg, "loop_episodic_switch")
+    tasks = {t.task_id: t for t in select_tasks(cfg)}
+    cache = TaskCache(cache_dir, "loop_switch", analysis_key(
+        lm, memory=cfg.memory, budget=cfg.budget, ablation=cfg.ablation, decode=cfg.decode, split=cfg.split,
+        per_episode=per_episode))
+    agent = Agent.from_model(lm)
+
+    def analyse(traj: Trajectory, steps: list[int]) -> list[dict]:
+        actions = traj.actions()
+        admissible = admissible_along(game(), tasks[traj.task_id], actions[:max(steps)])
+        policy = policy_for(cfg)
+        mine: list[dict] = []
+        for k, step, history, block in replay_at(policy, tasks[traj.task_id], traj, steps):
+            cands = admissible[k]
+            score = _state_scorer(agent, traj, history, step.observation, cands)
+            probs = score(block)
+            best = argmax(probs)
+            live = policy.step_item_ids
+            hidden = sorted(r[0] for r in block.record["arbiter"]["items"]
+                            if r[0] in live and r[1] == "episodic" and r[3] == "H")
+            loop = [actions[k - 1], actions[k]]
+            row = {"task_id": traj.task_id, "step": k, "recorded": step.action, "chosen": cands[best],
+                   "replayed_same": normalize(cands[best]) == normalize(step.action), "loop": loop,
+                   "switched": hidden}
+            cf_block = policy.counterfactual({i: "F" for i in hidden}) if hidden else block
+            row["noop"] = cf_block.working_memory == block.working_memory
+            if not row["noop"]:
+                cf = score(cf_block)
+                alt = argmax(cf)
+                row.update(p=round(probs[best], 6), p_cf=round(cf[best], 6), cf_choice=cands[alt],
+                           flipped=alt != best, leaves_loop=normalize(cands[alt]) not in {normalize(a) for a in loop})
+            mine.append(row)
+        return mine
+
+    def pick(traj: Trajectory) -> list[int]:
+        return [] if traj.success or traj.task_id not in tasks else loop_steps(traj)[:per_episode]
+
+    with replay_game(cfg) as game:
+        return rows_per_episode(cache, trajs, pick, analyse)
+
+
+def summarize_loop_switch(rows: Sequence[dict]) -> dict:
+    """The loop states, how many the replay reproduced, how many had hidden Episodic items to show, and over
+    those: mean p(chosen) before and after, the share whose choice flipped and the share that left the loop."""
+    scored = [r for r in rows if not r["noop"]]
+    return {"states": len(rows), "replayed_same": sum(r["replayed_same"] for r in rows),
+            "with_hidden_episodic": len(scored),
+            "p_chosen": mean(r["p"] for r in scored) if scored else None,
+            "p_chosen_shown": mean(r["p_cf"] for r in scored) if scored else None,
+            "flipped": mean(r["flipped"] for r in scored) if scored else None,
+            "leaves_loop": mean(r["leaves_loop"] for r in scored) if scored else None}
