@@ -45,7 +45,7 @@ def decision_rule_accuracy(lm, memory: str, split: str, tasks: str, out: Path) -
     ("take pencil 2 from shelf 1") over short ones with one uncertain token ("go to shelf 2").
     """
     from workbench.agents.loop import Agent
-    from workbench.eval.memory_base import expert_trajectories_for
+    from workbench.envs.memory_base import expert_trajectories_for
     from workbench.eval.runner import build_policy
     from workbench.agents.teacher_forcing import teacher_forced_accuracy
 

@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None, base=None) -> None:
     ap.add_argument("--memory-split", default="valid_train", help="split of the memory base the runs retrieved from")
     args = ap.parse_args(argv)
     if base is None:
-        from workbench.eval.memory_base import default_memory_base
+        from workbench.envs.memory_base import default_memory_base
 
         base = default_memory_base(args.memory_split)
     found = rows(args.runs, args.conditions, args.reference, base)

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from workbench.envs.alfworld import ALFWorldEnv  # noqa: E402
 from workbench.envs.oracle import oracle_agreement, oracle_rollout  # noqa: E402
-from workbench.eval.memory_base import expert_trajectories_for  # noqa: E402
+from workbench.envs.memory_base import expert_trajectories_for  # noqa: E402
 from workbench.eval.runner import RunConfig, load_run, select_tasks  # noqa: E402
 
 

@@ -33,7 +33,7 @@ from pathlib import Path
 import torch
 
 from workbench.agents.loop import Agent
-from workbench.eval.memory_base import expert_trajectories_for
+from workbench.envs.memory_base import expert_trajectories_for
 from workbench.eval.runner import RunConfig, build_policy, select_tasks
 from workbench.models import load_model
 from workbench.models.scoring import ActionScorer, _trie

@@ -25,7 +25,7 @@ write("notebooks/01_baselines.ipynb", [
        "retrieval, never the task's own game). Episodes give success, steps, memory tokens and SR@k; "
        "teacher-forced next-action accuracy on the expert plans is the low-variance companion metric."),
     code("import pandas as pd\n\nfrom workbench.eval import condition_table, run_conditions\n"
-         "from workbench.eval.memory_base import expert_success_table\n"
+         "from workbench.envs.memory_base import expert_success_table\n"
          "from workbench.models import load_model\nfrom workbench.reporting import Reports\n"
          "from workbench.viz import sr_at_k_figure"),
     params('models = ["smollm2-135m-instruct"]\nsplit = "valid_unseen"\nconditions = ["none", "icl", "traj"]\n'

@@ -78,7 +78,7 @@ def _cmd_merge_runs(a: argparse.Namespace) -> int:
 
 def _cmd_experts(a: argparse.Namespace) -> int:
     from workbench.envs import expert_trajectories, load_alfworld_tasks
-    from workbench.eval.runner import parse_task_slice
+    from workbench.envs.selection import parse_task_slice
     from workbench.memory.trajectory import write_jsonl
 
     tasks = load_alfworld_tasks(a.split)
@@ -158,7 +158,7 @@ def _cmd_heads_score(a: argparse.Namespace) -> int:
               "out": str(out), "supervision": str(runs / "supervision.jsonl")}
     if a.save_default:
         from workbench.attention import save_default_retrieval_heads
-        from workbench.eval.runner import versions
+        from workbench.provenance import versions
 
         what = (f"--supervision {a.supervision}" if a.supervision else
                 f"--split {a.split} --tasks {a.tasks} --analyzer {a.analyzer}"

@@ -93,7 +93,7 @@ def test_pick_two_holding_the_second_finishes_it_first():
 
 @pytest.mark.parametrize("split", ["valid_train", "valid_seen", "valid_unseen"])
 def test_the_oracle_is_the_planner_on_the_planners_own_states(split):
-    from workbench.eval.memory_base import expert_trajectories_for
+    from workbench.envs.memory_base import expert_trajectories_for
 
     report = oracle_agreement(expert_trajectories_for(split))
     assert report["states"] > 700 and report["agreement"] == 1.0 and report["no_answer"] == 0.0
@@ -102,7 +102,7 @@ def test_the_oracle_is_the_planner_on_the_planners_own_states(split):
 def test_rollouts_from_off_plan_states_win_real_games():
     """Detours, a stray pick-up and a wrong transformation, then the oracle takes over on real ALFWorld games."""
     from workbench.envs.alfworld import ALFWorldEnv
-    from workbench.eval.memory_base import expert_trajectories_for
+    from workbench.envs.memory_base import expert_trajectories_for
     from workbench.eval.runner import RunConfig, select_tasks
 
     tasks = {t.task_id: t for t in select_tasks(RunConfig(out="x", split="valid_unseen", tasks="all"))}

@@ -6,7 +6,8 @@ import pytest
 
 from workbench.cli import main
 from workbench.eval.merge import merge_runs
-from workbench.eval.runner import RunConfig, select_tasks, versions
+from workbench.eval.runner import RunConfig, select_tasks
+from workbench.provenance import versions
 from workbench.memory.trajectory import Step, Trajectory, append_jsonl, iter_jsonl_dicts
 
 

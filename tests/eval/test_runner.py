@@ -12,7 +12,8 @@ import pytest
 
 from workbench.cli import main
 from workbench.eval.metrics import episode_metrics, success_rate_at
-from workbench.eval.runner import RunConfig, parse_task_slice, run
+from workbench.eval.runner import RunConfig, run
+from workbench.envs.selection import parse_task_slice
 from workbench.memory.trajectory import (
     Step,
     Trajectory,
@@ -238,7 +239,7 @@ def test_adopt_same_memory_takes_the_episodes_whose_memory_a_refined_base_leaves
     """Traj over a base where one entry was refined: the task that retrieves an unchanged entry reads exactly the
     default base's memory at every step, so its Traj episode is adopted; the task whose entry changed is played."""
     from workbench.eval.driver import drive
-    from workbench.eval.memory_base import default_memory_base
+    from workbench.envs.memory_base import default_memory_base
     from workbench.eval.runner import adopt_episodes, adopt_same_memory, load_run
 
     common = dict(model=str(tiny_model_dir), memory="traj", max_steps=2, tasks="0:134:67", teacher_forcing=False)
@@ -284,7 +285,7 @@ def test_adopt_same_memory_takes_the_episodes_whose_memory_a_refined_base_leaves
 
 def test_versions_name_the_cpu_and_its_bf16_kernels():
     """bf16 results differ in the last bits between matmul kernels, so a run records which CPU played it."""
-    from workbench.eval.runner import versions
+    from workbench.provenance import versions
 
     cpu = versions()["cpu"]
     assert cpu and any(k in cpu for k in ("amx_bf16", "avx512_bf16", "no native bf16"))

@@ -7,7 +7,7 @@ import json
 import pytest
 from training_builders import make_traj, tiny_llama
 
-import workbench.eval.memory_base as memory_base
+import workbench.envs.memory_base as memory_base
 import workbench.training.train as train_cli
 from workbench.envs import load_alfworld_tasks
 from workbench.memory import MemoryBase

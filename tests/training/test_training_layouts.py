@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from workbench.eval.memory_base import expert_trajectories_for
+from workbench.envs.memory_base import expert_trajectories_for
 from workbench.memory.trajectory import Step
 from workbench.prompts.layout import PromptBuilder
 from workbench.training.dagger import label_report, label_trajectory, rollout_grid
@@ -108,7 +108,7 @@ def test_rollout_grid_is_a_valid_sweep(tmp_path):
     grid = load_grid(path)
     assert len(grid.configs) == 14 and all(c.record_admissible and c.split == "valid_train" for c in grid.configs)
     covered = Counter()
-    from workbench.eval.runner import parse_task_slice
+    from workbench.envs.selection import parse_task_slice
 
     for c in grid.configs:
         covered.update(parse_task_slice(c.tasks, 200))
@@ -128,7 +128,7 @@ def test_rollout_grid_records_the_rollouts_dtype(tmp_path):
 
 
 def test_rollout_grid_per_layout_keeps_each_layouts_first_games(tmp_path):
-    from workbench.eval.runner import parse_task_slice
+    from workbench.envs.selection import parse_task_slice
     from workbench.eval.sweep import load_grid
     from workbench.training.dagger import parse_per_layout
 

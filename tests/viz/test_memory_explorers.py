@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from workbench.eval.memory_base import expert_trajectories_for
+from workbench.envs.memory_base import expert_trajectories_for
 from workbench.methods.arbiter import ArbiterPolicy
 from workbench.methods.arbiter.assembly import block_text
 from workbench.methods.proactive import ProactivePolicy

@@ -81,7 +81,7 @@ def lab(tmp_path_factory):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "viz"))
     from test_memory_explorers import replayed
 
-    from workbench.eval.memory_base import expert_trajectories_for
+    from workbench.envs.memory_base import expert_trajectories_for
     from workbench.memory.trajectory import write_jsonl
     from workbench.methods.arbiter import ArbiterPolicy
     from workbench.methods.proactive import ProactivePolicy

@@ -91,7 +91,7 @@ class _Plan:
 
 
 def _plan(cfg: RunConfig, resume: bool, defer: frozenset[str] = frozenset()) -> _Plan:
-    from workbench.eval.memory_base import expert_trajectories_for
+    from workbench.envs.memory_base import expert_trajectories_for
 
     tasks = select_tasks(cfg)
     done = check_resume(cfg, resume)

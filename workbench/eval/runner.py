@@ -16,16 +16,15 @@ from __future__ import annotations
 
 import json
 import os
-import platform
-import subprocess
 from dataclasses import asdict, dataclass
-from importlib import metadata
 from pathlib import Path
 
 from tqdm.auto import tqdm
 
 from workbench.envs.alfworld import load_alfworld_tasks
 from workbench.envs.base import Task
+from workbench.envs.selection import NO_TASKS, parse_task_slice
+from workbench.provenance import versions
 from workbench.eval.metrics import by_task_type, episode_metrics
 from workbench.memory.trajectory import (
     Trajectory,
@@ -35,15 +34,10 @@ from workbench.memory.trajectory import (
 from workbench.methods.arbiter.policy import DEFAULT_BUDGET
 from workbench.models.registry import DEFAULT_AGENT
 
-NO_TASKS = "none"  # tasks: none -> no episodes (teacher forcing only)
 
-__all__ = ["RunConfig", "DTYPES", "parse_task_slice", "select_tasks", "run", "load_run", "versions",
-           "teacher_forced_for", "teacher_forced_part", "combine_teacher_forced", "expert_for", "write_run_config",
-           "batch_metrics", "check_resume", "build_policy", "policy_for", "adopt", "adopt_episodes",
-           "adopt_same_memory", "adopt_runs", "ADOPT_IGNORES", "identity_diff"]
+__all__ = ["RunConfig", "DTYPES", "select_tasks", "run", "load_run", "teacher_forced_for", "teacher_forced_part", "combine_teacher_forced", "expert_for", "write_run_config", "batch_metrics", "check_resume", "build_policy", "policy_for", "adopt", "adopt_episodes", "adopt_same_memory", "adopt_runs", "ADOPT_IGNORES", "identity_diff"]
 
 DTYPES = ("float32", "bfloat16")
-_VERSIONED = ("torch", "transformers", "transformer-lens", "textworld", "alfworld", "workbench")
 
 
 @dataclass(frozen=True)
@@ -179,28 +173,6 @@ class RunConfig:
         return d
 
 
-def parse_task_slice(spec: str, n: int) -> list[int]:
-    """Indices selected by ``spec`` ("0:20", "10:", "0:134:11", ":", "all", "7") out of ``n`` tasks; ``none``
-    selects no task (a run's ``tasks: none`` plays no episode: teacher forcing only)."""
-    spec = spec.strip()
-    if spec in ("all", ":", ""):
-        return list(range(n))
-    if spec == NO_TASKS:
-        return []
-    try:
-        if ":" in spec:
-            parts = [int(p) if p else None for p in spec.split(":")]
-            if len(parts) > 3:
-                raise ValueError
-            return list(range(n))[slice(*parts)]
-        i = int(spec)
-    except ValueError:
-        raise ValueError(f"--tasks '{spec}': expected a slice like 0:20, 10:, 0:134:11, all, or an index") from None
-    if not 0 <= i < n:
-        raise ValueError(f"--tasks {i}: out of range for {n} tasks")
-    return [i]
-
-
 def select_tasks(cfg: RunConfig, spec: str | None = None) -> list[Task]:
     """The tasks of ``cfg`` (its ``tasks`` slice, or ``spec``), in the split's sorted order."""
     if cfg.env != "alfworld":
@@ -215,24 +187,6 @@ def model_adapter_hash(model: str) -> str | None:
     return adapter_of(model)
 
 
-def versions() -> dict:
-    out = {"python": platform.python_version()}
-    for name in _VERSIONED:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = None
-    out["cpu"] = _cpu()
-    try:
-        root = Path(__file__).resolve().parents[2]
-        out["git_commit"] = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5
-        ).stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        out["git_commit"] = None
-    return out
-
-
 def identity_diff(old: dict, new: dict, ignore: tuple[str, ...] = ()) -> dict:
     """The run parameters that differ between two identities, ``{key: (old, new)}``. A memory base is compared by
     content, not by path (its digest is checked apart, see :func:`check_resume`): the same refined base read
@@ -240,19 +194,6 @@ def identity_diff(old: dict, new: dict, ignore: tuple[str, ...] = ()) -> dict:
     the same run."""
     skip = {*ignore, *(("memory_base",) if old.get("memory_base") and new.get("memory_base") else ())}
     return {k: (old.get(k), v) for k, v in new.items() if k not in skip and old.get(k) != v}
-
-
-def _cpu() -> str | None:
-    """The CPU model and its bfloat16 matmul kernels (amx / avx512_bf16 / none): bf16 results differ in the last
-    bits between kernels, enough to send a near-tied decision the other way."""
-    try:
-        info = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return platform.processor() or None
-    model = next((ln.split(":", 1)[1].strip() for ln in info.splitlines() if ln.startswith("model name")), "")
-    flags = set(next((ln.split(":", 1)[1].split() for ln in info.splitlines() if ln.startswith("flags")), []))
-    kernels = [k for k in ("amx_bf16", "avx512_bf16") if k in flags] or ["no native bf16"]
-    return f"{model} ({', '.join(kernels)})"
 
 
 def check_resume(cfg: RunConfig, resume: bool) -> set[str]:
@@ -558,7 +499,7 @@ def build_policy(name: str, retriever: str = "minilm", *, budget: int | None = N
         get_policy,
         policy_options,
     )
-    from workbench.eval.memory_base import default_memory_base
+    from workbench.envs.memory_base import default_memory_base
     from workbench.memory.retrieval import get_retriever
 
     factory = get_policy(name)  # a clear error for unknown names
@@ -624,7 +565,7 @@ def run(cfg: RunConfig, resume: bool = False, progress: bool = True, lm=None, wo
 
 def expert_for(split: str, task_id: str) -> Trajectory:
     """The planner's expert trajectory of ``task_id`` (what teacher forcing replays)."""
-    from workbench.eval.memory_base import expert_trajectories_for
+    from workbench.envs.memory_base import expert_trajectories_for
 
     for e in expert_trajectories_for(split):
         if e.task_id == task_id:
@@ -667,7 +608,7 @@ def teacher_forced_for(lm, memory: str, split: str, tasks: str, out: str | Path,
     same per-task parts and sums as the driver's teacher-forcing jobs, so both write the same file.
     """
     from workbench.agents.loop import Agent
-    from workbench.eval.memory_base import expert_trajectories_for
+    from workbench.envs.memory_base import expert_trajectories_for
 
     path = Path(out) / "teacher_forced.json"
     key = teacher_forced_key(lm.name, lm.dtype, memory, split, tasks)

@@ -44,13 +44,9 @@ from pathlib import Path
 from typing import Any
 
 from workbench.agents.loop import DECODES
-from workbench.eval.runner import (
-    DTYPES,
-    NO_TASKS,
-    RunConfig,
-    parse_task_slice,
-    versions,
-)
+from workbench.eval.runner import DTYPES, RunConfig
+from workbench.envs.selection import NO_TASKS, parse_task_slice
+from workbench.provenance import versions
 from workbench.memory.trajectory import atomic_write_text
 
 __all__ = ["GridError", "Grid", "load_grid", "parse_overrides", "run_sweep", "state_path"]

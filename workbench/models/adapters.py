@@ -13,7 +13,8 @@ from pathlib import Path
 
 import torch
 
-from workbench.models.registry import ModelSpec, cache_root, cached_model_folder, get_model_spec
+from workbench.models.registry import ModelSpec, cached_model_folder, get_model_spec
+from workbench.paths import cache_root
 
 __all__ = ["adapter_dir", "adapter_folder", "adapter_path", "adapter_hash", "model_adapter_hash", "load_with_adapter", "ADAPTER_FILES"]
 

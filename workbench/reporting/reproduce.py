@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from workbench.eval.runner import versions
+from workbench.provenance import versions
 from workbench.memory.trajectory import atomic_write_text
 from workbench.reporting.profiles import PROFILES, notebook_parameters
 from workbench.reporting.watchdog import run_notebook

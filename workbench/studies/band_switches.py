@@ -101,7 +101,7 @@ def band_switches(lm, split: str, tasks: str, budget: int = 500, per_transition:
     along the expert trajectories of ``tasks``, at ``steps_per_task`` evenly spread steps of each (each task's rows
     kept in ``cache_dir`` as it finishes; None keeps nothing)."""
     from workbench.agents.loop import Agent
-    from workbench.eval.memory_base import expert_trajectories_for
+    from workbench.envs.memory_base import expert_trajectories_for
     from workbench.eval.runner import RunConfig, select_tasks
     from workbench.eval.task_cache import TaskCache, analysis_key
 

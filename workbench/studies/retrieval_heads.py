@@ -49,7 +49,7 @@ def try_load_model(name: str, dtype: str = "float32") -> Any | None:
 
 def split_experts(split: str, tasks: str) -> tuple[list, dict, list]:
     """``(tasks, task_id -> Task, expert trajectories)`` of a slice (``"0:20"``) of a split's sorted tasks."""
-    from workbench.eval.memory_base import expert_trajectories_for
+    from workbench.envs.memory_base import expert_trajectories_for
     from workbench.eval.runner import RunConfig, select_tasks
 
     if not tasks:

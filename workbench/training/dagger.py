@@ -164,7 +164,7 @@ def run_rollouts(root: str | Path, iteration: int, model: str, workers: int | No
 
 def label_iteration(root: str | Path, iteration: int) -> dict:
     """Step 2: label every finished rollout of the iteration into ``labelled.jsonl`` (+ ``label_report.json``)."""
-    from workbench.eval.memory_base import expert_trajectories_for
+    from workbench.envs.memory_base import expert_trajectories_for
 
     it = iteration_dir(root, iteration)
     plans = {e.task_id: e.actions() for e in expert_trajectories_for("valid_train") if e.source == "planner"}

@@ -146,7 +146,7 @@ def planned_layouts(trajs: list, sampler: Any, slots: int, seed: int) -> dict:
 
 def validation_sets(builder: Any, retriever: Any, dcfg: DataConfig) -> dict[str, list[PackedExample]]:
     """valid_seen expert trajectories, with the ``traj`` policy's memory (top-1 retrieved) and without."""
-    from workbench.eval.memory_base import expert_trajectories_for
+    from workbench.envs.memory_base import expert_trajectories_for
     from workbench.eval.runner import RunConfig, select_tasks
 
     ids = {t.task_id for t in select_tasks(RunConfig(out="", split="valid_seen", tasks=dcfg.val_tasks))}
@@ -221,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _train(a: argparse.Namespace) -> int:
     from workbench.training.card import adapter_summary
-    from workbench.eval.memory_base import default_memory_base, expert_trajectories_for
+    from workbench.envs.memory_base import default_memory_base, expert_trajectories_for
     from workbench.memory.retrieval import get_retriever
     from workbench.prompts.layout import PromptBuilder
 
@@ -422,7 +422,7 @@ def _validate_only(a: argparse.Namespace) -> int:
     """
     from peft import PeftModel
 
-    from workbench.eval.memory_base import default_memory_base
+    from workbench.envs.memory_base import default_memory_base
     from workbench.memory.retrieval import get_retriever
     from workbench.prompts.layout import PromptBuilder
     from workbench.training.trainer import evaluate

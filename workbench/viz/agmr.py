@@ -134,7 +134,7 @@ def refinement_explorer(root: str | Path, verify: Callable | None = None, copy: 
     import ipywidgets as w
     from IPython.display import display
 
-    from workbench.eval.memory_base import default_memory_base
+    from workbench.envs.memory_base import default_memory_base
     from workbench.memory.base import MemoryBase
     from workbench.methods.agmr import load_executions, load_log
     from workbench.methods.agmr.evaluate import recorded_verifier

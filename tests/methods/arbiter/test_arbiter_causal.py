@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from workbench.agents.loop import Agent
-from workbench.eval.memory_base import expert_trajectories_for
+from workbench.envs.memory_base import expert_trajectories_for
 from workbench.methods.arbiter import ArbiterPolicy
 from workbench.methods.arbiter.assembly import block_text
 from workbench.studies.band_switches import band_switch_effects, summarize_band_switches

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from workbench.eval.memory_base import expert_trajectories_for
+from workbench.envs.memory_base import expert_trajectories_for
 from workbench.eval.runner import RunConfig, policy_for, select_tasks
 from workbench.llm.offline import OfflineALFWorldBackend
 from workbench.llm.protocol import ChatResult

@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from workbench.eval.memory_base import expert_trajectories_for
+from workbench.envs.memory_base import expert_trajectories_for
 from workbench.eval.runner import RunConfig, policy_for, select_tasks
 from workbench.llm.protocol import ChatResult, ToolCall
 from workbench.llm.tools import format_text_tool_call

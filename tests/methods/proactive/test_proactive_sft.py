@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from workbench.eval.memory_base import expert_trajectories_for
+from workbench.envs.memory_base import expert_trajectories_for
 from workbench.llm.offline import OfflineALFWorldBackend
 from workbench.methods.proactive import ProactivePolicy, export_sft, sft_examples
 from workbench.training.layouts import task_of

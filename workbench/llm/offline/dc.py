@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from workbench.envs.alfworld_text import entity_type, parse_action, parse_goal
+from workbench.envs.alfworld_text import parse_action, parse_goal
 
 from workbench.llm.inputs import CurateInput
 from workbench.llm.schemas import MAX_CHEATSHEET, Cheatsheet, CheatsheetEntry

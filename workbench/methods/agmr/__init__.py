@@ -39,7 +39,7 @@ __all__ = ["WorkflowMemory", "instantiate", "DynamicCheatsheet", "execute", "Ref
 
 
 def _awm(backend, memory_base=None):
-    from workbench.eval.memory_base import default_memory_base
+    from workbench.envs.memory_base import default_memory_base
     from workbench.memory.base import MemoryBase
 
     return WorkflowMemory(MemoryBase(memory_base) if memory_base else default_memory_base(), backend)
@@ -49,7 +49,7 @@ register_policy("awm", _awm, options=("backend", "memory_base"))
 
 
 def _dc(backend, memory_base=None):
-    from workbench.eval.memory_base import default_memory_base
+    from workbench.envs.memory_base import default_memory_base
     from workbench.memory.base import MemoryBase
 
     return DynamicCheatsheet(MemoryBase(memory_base) if memory_base else default_memory_base(), backend)

@@ -75,7 +75,7 @@ class DynamicCheatsheet(_StaticEntry):
         return sheet, origin
 
     def _stream(self, split: str) -> tuple[list, int, Any] | None:
-        from workbench.eval.memory_base import expert_trajectories_for
+        from workbench.envs.memory_base import expert_trajectories_for
         from workbench.eval.runner import RunConfig, select_tasks
         from workbench.llm import Cheatsheet
 

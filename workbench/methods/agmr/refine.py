@@ -533,10 +533,10 @@ def _open_base(root: Path, config: RefineConfig) -> MemoryBase:
             raise FileNotFoundError(f"{src_root}: no memory base there (no entries.jsonl)")
         src = MemoryBase(src_root)
     else:
-        from workbench.eval.memory_base import default_memory_base
+        from workbench.envs.memory_base import default_memory_base
 
         src = default_memory_base()
-    from workbench.eval.runner import versions
+    from workbench.provenance import versions
 
     record = {"config": config.identity(), "source": {"path": str(src.root), "digest": src.digest(),
                                                       "entries": len(src)}, "versions": versions()}
@@ -584,8 +584,8 @@ def refine(config: RefineConfig, out: str | Path, *, lm: Any = None, progress: b
     from workbench.agents.loop import Agent
     from workbench.attention import default_retrieval_heads
     from workbench.envs.alfworld import ALFWorldEnv, load_alfworld_tasks
-    from workbench.eval.memory_base import expert_trajectories_for
-    from workbench.eval.runner import parse_task_slice
+    from workbench.envs.memory_base import expert_trajectories_for
+    from workbench.envs.selection import parse_task_slice
     from workbench.llm.registry import get_backend
     from workbench.models import load_model
 

@@ -18,7 +18,7 @@ from workbench.envs.alfworld import (
 )
 from workbench.envs.experts import expert_trajectories
 from workbench.memory.trajectory import Trajectory, read_jsonl, write_jsonl
-from workbench.models.registry import cache_root
+from workbench.paths import cache_root
 
 __all__ = ["expert_trajectories_for", "default_memory_base", "ASSETS"]
 
