@@ -54,11 +54,13 @@ reproduce: install
 	$(BIN)/workbench reproduce --profile $(PROFILE) $(if $(DTYPE),--dtype $(DTYPE))
 
 test: install install-server install-browser
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS) tests notebooks/01_baselines.ipynb notebooks/02_retrieval_heads.ipynb \
 		notebooks/03_utilization.ipynb notebooks/04_agmr.ipynb \
 		notebooks/05_arbiter.ipynb notebooks/06_proactive.ipynb --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
 
 test-fast: install
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q -m "not integration" tests
 
 # Agent v1 (smollm2-135m-alfworld): memory-conditioned behaviour cloning of SmolLM2 on valid_train experts, Traj or

@@ -46,7 +46,7 @@ def decision_rule_accuracy(lm, memory: str, split: str, tasks: str, out: Path) -
     """
     from workbench.agents.loop import Agent
     from workbench.envs.memory_base import expert_trajectories_for
-    from workbench.eval.runner import build_policy
+    from workbench.agents.policy import build_policy
     from workbench.agents.teacher_forcing import teacher_forced_accuracy
 
     path = out / "decision_rules.json"

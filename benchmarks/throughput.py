@@ -34,7 +34,8 @@ import torch
 
 from workbench.agents.loop import Agent
 from workbench.envs.memory_base import expert_trajectories_for
-from workbench.eval.runner import RunConfig, build_policy, select_tasks
+from workbench.eval.runner import RunConfig, select_tasks
+from workbench.agents.policy import build_policy
 from workbench.models import load_model
 from workbench.models.scoring import ActionScorer, _trie
 

@@ -2,7 +2,8 @@
 another task type's best-retrieved trajectory, and a random same-type trajectory of another game."""
 
 from workbench.envs.alfworld import load_alfworld_tasks
-from workbench.eval.runner import RunConfig, build_policy
+from workbench.eval.runner import RunConfig
+from workbench.agents.policy import build_policy
 from workbench.memory.task_info import game_key
 
 

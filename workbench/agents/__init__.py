@@ -2,7 +2,13 @@
 
 from workbench.agents.loop import Agent, EpisodeResult, StepInstrument
 from workbench.agents.policy import (
-    FixedICL, MemoryBlock, MemoryPolicy, NoMemory, RetrievedTrajectory, get_policy, register_policy,
+    FixedICL,
+    MemoryBlock,
+    MemoryPolicy,
+    NoMemory,
+    RetrievedTrajectory,
+    get_policy,
+    register_policy,
 )
 
 __all__ = [

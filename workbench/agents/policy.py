@@ -7,13 +7,24 @@ here without touching the loop.
 
 from __future__ import annotations
 
+import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict
 
 from workbench.envs.base import Task
+from workbench.envs.memory_base import default_memory_base
+from workbench.memory.base import MemoryBase
+from workbench.memory.render import render_pieces
+from workbench.memory.retrieval import get_retriever
+from workbench.memory.task_info import game_key
 from workbench.memory.trajectory import MemoryEntry, Step, Trajectory
+from workbench.registry import Registry
 
-__all__ = ["MemoryBlock", "MemoryPolicy", "replay", "replay_at", "NoMemory", "FixedICL", "RetrievedTrajectory", "FixedEntry", "OtherTypeTrajectory", "RandomSameType", "register_policy", "get_policy", "policy_options", "list_policies"]
+__all__ = ["MemoryBlock", "MemoryPolicy", "replay", "replay_at", "NoMemory", "FixedICL", "RetrievedTrajectory", "FixedEntry", "OtherTypeTrajectory", "RandomSameType", "register_policy", "get_policy", "policy_options", "list_policies",
+           "build_policy", "POLICIES", "PolicyOptions", "MemoryBaseOptions", "RetrievedOptions"]
 
 
 @dataclass(frozen=True)
@@ -90,8 +101,6 @@ def replay_at(policy: MemoryPolicy, task: Task, traj: Trajectory, steps):
 
 
 def _pieces(entry: MemoryEntry) -> tuple:
-    from workbench.memory.render import render_pieces
-
     return tuple(render_pieces(entry))
 
 
@@ -214,10 +223,6 @@ class RandomSameType(_StaticEntry):
         self.base, self.seed = base, seed
 
     def _choose(self, task: Task, goal: str) -> tuple[MemoryEntry | None, dict]:
-        import random
-
-        from workbench.memory.task_info import game_key
-
         pool = [e for e in self.base.entries(task.task_type) if game_key(e.task_id) != game_key(task.task_id)]
         if not pool:
             return None, {"memory_entry": None}
@@ -225,42 +230,91 @@ class RandomSameType(_StaticEntry):
         return e, {"memory_entry": e.entry_id}
 
 
-_POLICIES: dict[str, type] = {"none": NoMemory, "icl": FixedICL, "traj": RetrievedTrajectory,
-                              "other_type": OtherTypeTrajectory, "random_same": RandomSameType}
-_OPTIONS: dict[str, tuple[str, ...]] = {"none": (), "icl": ("memory_base",), "traj": ("retriever", "memory_base"),
-                                        "other_type": ("retriever", "memory_base"), "random_same": ("memory_base",)}
+class PolicyOptions(BaseModel):
+    """The options a memory policy takes, validated where it is registered (each method owns its model).
+
+    Run configurations carry the options as plain fields (``budget``, ``interval`` ...); the runner hands the ones
+    a run sets to :func:`build_policy`, which validates them with the policy's model: an option the policy does not
+    take, a wrong type or an out-of-range value is an error naming the policy and the field.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-def register_policy(name: str, cls, options: tuple[str, ...] = ()) -> None:
-    """Register a policy class or factory under ``name``.
+class MemoryBaseOptions(PolicyOptions):
+    memory_base: str | None = None  # a memory base folder (e.g. one ``workbench refine`` wrote); None: the default
+
+
+class RetrievedOptions(MemoryBaseOptions):
+    retriever: str = "minilm"
+
+
+def _base(memory_base: str | None):
+    return MemoryBase(memory_base) if memory_base else default_memory_base()
+
+
+def _icl(memory_base: str | None = None) -> FixedICL:
+    return FixedICL(_base(memory_base))
+
+
+def _random_same(memory_base: str | None = None) -> RandomSameType:
+    return RandomSameType(_base(memory_base))
+
+
+def _traj(retriever: str = "minilm", memory_base: str | None = None) -> RetrievedTrajectory:
+    return RetrievedTrajectory(get_retriever(retriever, _base(memory_base)))
+
+
+def _other_type(retriever: str = "minilm", memory_base: str | None = None) -> OtherTypeTrajectory:
+    return OtherTypeTrajectory(get_retriever(retriever, _base(memory_base)))
+
+
+#: Memory policies by name. The methods register theirs when ``workbench.methods`` is imported, which a miss does
+#: (see :class:`workbench.registry.Registry`): this layer never imports the methods.
+POLICIES: Registry[Callable[..., MemoryPolicy]] = Registry("memory policy", providers=("workbench.methods",))
+POLICIES.register("none", NoMemory, doc="ReAct: no memory")
+POLICIES.register("icl", _icl, options=MemoryBaseOptions, doc="a fixed demonstration per task type")
+POLICIES.register("traj", _traj, options=RetrievedOptions, doc="the most similar expert trajectory (retrieved)")
+POLICIES.register("other_type", _other_type, options=RetrievedOptions,
+                  doc="control: the best-retrieved trajectory of another task type")
+POLICIES.register("random_same", _random_same, options=MemoryBaseOptions,
+                  doc="control: a random same-type trajectory of another game")
+
+
+def register_policy(name: str, factory: Callable[..., MemoryPolicy], options: type[PolicyOptions] | None = None,
+                    doc: str = "") -> None:
+    """Register a policy factory under ``name``.
 
     Args:
-        options: the run options (``RunConfig`` fields such as ``budget``, ``ablation``, ``backend``) the
-            factory takes as keyword arguments; a run that sets any other option for this policy is refused.
+        factory: called with the validated options as keyword arguments.
+        options: the pydantic model of the options it takes (None: it takes none); a run that sets any other
+            option for this policy is refused.
     """
-    _POLICIES[name] = cls
-    _OPTIONS[name] = tuple(options)
+    POLICIES.register(name, factory, options=options, doc=doc)
 
 
-def get_policy(name: str) -> type:
-    if name not in _POLICIES:
-        _load_methods()
-    try:
-        return _POLICIES[name]
-    except KeyError:
-        raise ValueError(f"unknown memory policy '{name}' (known: {', '.join(list_policies())})") from None
+def get_policy(name: str) -> Callable[..., MemoryPolicy]:
+    """The factory registered as ``name`` (a clear error naming every policy when there is none)."""
+    return POLICIES.get(name)
 
 
 def policy_options(name: str) -> tuple[str, ...]:
-    """The run options policy ``name`` takes."""
-    get_policy(name)
-    return _OPTIONS.get(name, ())
+    """The names of the options policy ``name`` takes."""
+    model = POLICIES.entry(name).options
+    return tuple(model.model_fields) if model is not None else ()
 
 
 def list_policies() -> list[str]:
-    _load_methods()
-    return sorted(_POLICIES)
+    return sorted(POLICIES.names())
 
 
-def _load_methods() -> None:
-    import workbench.methods  # noqa: F401  (registers the methods' policies)
+def build_policy(name: str, retriever: str | None = None, **options: Any) -> MemoryPolicy:
+    """A memory policy with its options validated by its own model.
+
+    Options left at ``None`` (or empty) are not given, so the policy's defaults apply; ``retriever`` is given
+    only to policies that retrieve (every run configuration names one).
+    """
+    given = {k: v for k, v in options.items() if v not in (None, ())}
+    if retriever is not None and "retriever" in policy_options(name):
+        given["retriever"] = retriever
+    return POLICIES.create(name, **given)

@@ -24,7 +24,9 @@ from tqdm.auto import tqdm
 
 from workbench.attention.capture import AttentionCapture
 from workbench.attention.head_set import Head, HeadSet
+from workbench.memory.trajectory import atomic_write_text
 from workbench.models.loading import LoadedModel
+from workbench.models.registry import get_model_spec, list_models
 
 __all__ = ["HeadScores", "HeadScoresRecord", "SupervisionPair", "score_heads", "default_retrieval_heads",
            "save_default_retrieval_heads", "require_registered_name", "HEADS_ASSETS"]
@@ -57,8 +59,6 @@ def require_registered_name(model_name: str) -> None:
     Raises:
         ValueError: not a registered name; the message lists the registered ones.
     """
-    from workbench.models.registry import get_model_spec, list_models
-
     if get_model_spec(model_name) is None:
         raise ValueError(f"'{model_name}' is not a registered model name, and committed heads are looked up by name "
                          f"(registered: {', '.join(list_models())}); pass --heads or --scores to the commands instead")
@@ -78,8 +78,6 @@ def save_default_retrieval_heads(model_name: str, heads: Sequence[Head], source:
         ValueError: not a registered name (the file is looked up by name), no heads, or other heads are already
             committed for this model and ``replace`` is not set.
     """
-    from workbench.memory.trajectory import atomic_write_text
-
     require_registered_name(model_name)
     heads = [(int(layer), int(head)) for layer, head in heads]
     if not heads:

@@ -33,6 +33,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from workbench.envs.alfworld_text import parse_action
 from workbench.memory.trajectory import read_jsonl, write_jsonl
 
 __all__ = ["SupervisionRecord", "template_segment", "load_supervision", "save_supervision", "supervision_pairs", "supervision_summary"]
@@ -108,8 +109,6 @@ class SupervisionRecord(BaseModel):
 def _parse(action: str):
     # ALFWorld's action grammar lives with the offline LLM backends; imported here, not at module level, so
     # the attention layer does not load the LLM package unless supervision is built.
-    from workbench.envs.alfworld_text import parse_action
-
     return parse_action(action)
 
 

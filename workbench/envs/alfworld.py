@@ -14,7 +14,12 @@ from functools import lru_cache
 from pathlib import Path
 
 from workbench.envs.base import DataRootError, StepResult, Task
-from workbench.envs.normalize import normalize_observation, split_initial_observation, task_type_of, to_admissible
+from workbench.envs.normalize import (
+    normalize_observation,
+    split_initial_observation,
+    task_type_of,
+    to_admissible,
+)
 
 __all__ = ["ALFWorldEnv", "alfworld_data_root", "load_alfworld_tasks", "DATA_ENV_VAR", "MAX_STEPS"]
 
@@ -131,7 +136,10 @@ class ALFWorldEnv:
 
     def _start(self, path: str, with_plan: bool):
         import textworld
-        from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
+        from alfworld.agents.environment.alfred_tw_env import (
+            AlfredDemangler,
+            AlfredInfos,
+        )
 
         if not Path(path).exists():
             raise DataRootError(f"game file '{path}' does not exist (data root: {self.data_root})")

@@ -20,7 +20,11 @@ from tqdm.auto import tqdm
 
 from workbench.envs.alfworld import ALFWorldEnv
 from workbench.envs.base import StepResult, Task
-from workbench.envs.normalize import normalize_observation, split_initial_observation, to_admissible
+from workbench.envs.normalize import (
+    normalize_observation,
+    split_initial_observation,
+    to_admissible,
+)
 from workbench.memory.trajectory import Step, Trajectory
 
 __all__ = ["planner_trajectory", "handcoded_trajectory", "expert_trajectories", "replay"]
@@ -71,7 +75,11 @@ def handcoded_trajectory(task: Task, seed: int = 0, max_steps: int = 50, timeout
     """One try of ALFWorld's handcoded expert (seeded), as a Trajectory (``success`` tells if it won)."""
     import textworld
     from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
-    from alfworld.agents.expert import HandCodedAgentFailed, HandCodedAgentTimeout, HandCodedTWAgent
+    from alfworld.agents.expert import (
+        HandCodedAgentFailed,
+        HandCodedAgentTimeout,
+        HandCodedTWAgent,
+    )
 
     random.seed(seed)
     infos = textworld.EnvInfos(won=True, admissible_commands=True, facts=True)

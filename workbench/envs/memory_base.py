@@ -17,6 +17,7 @@ from workbench.envs.alfworld import (
     load_alfworld_tasks,
 )
 from workbench.envs.experts import expert_trajectories
+from workbench.memory.base import MemoryBase
 from workbench.memory.trajectory import Trajectory, read_jsonl, write_jsonl
 from workbench.paths import cache_root
 
@@ -50,8 +51,6 @@ def expert_trajectories_for(split: str) -> list[Trajectory]:
 @lru_cache(maxsize=2)
 def default_memory_base(split: str = "valid_train"):
     """A MemoryBase of the successful expert trajectories of ``split`` (built once, then read from disk)."""
-    from workbench.memory.base import MemoryBase
-
     folder = cache_root() / "memory" / f"alfworld-{split}-planner-{_expert_file(split).stem}-{_digest(split)}"
     base = MemoryBase(folder)
     if not base.entries():

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 __all__ = ["NO_TASKS", "parse_task_slice"]
 
 

@@ -4,6 +4,7 @@ from workbench.agents.teacher_forcing import (
     TeacherForcedResult,
     teacher_forced_accuracy,
 )
+from workbench.envs.selection import parse_task_slice
 from workbench.eval.baselines import run_conditions
 from workbench.eval.compare import condition_table, mcnemar_exact, paired_outcomes
 from workbench.eval.driver import BatchReport, drive
@@ -15,8 +16,13 @@ from workbench.eval.executor import (
 )
 from workbench.eval.jobs import Job, Worker
 from workbench.eval.metrics import SR_KS, by_task_type, episode_metrics, success_rate_at
-from workbench.eval.runner import RunConfig, load_run, run, select_tasks, teacher_forced_for
-from workbench.envs.selection import parse_task_slice
+from workbench.eval.runner import (
+    RunConfig,
+    load_run,
+    run,
+    select_tasks,
+    teacher_forced_for,
+)
 from workbench.eval.sweep import Grid, GridError, load_grid, run_sweep
 
 __all__ = ["BatchReport", "Grid", "GridError", "InProcessExecutor", "Job", "JobError", "RayExecutor", "RunConfig", "SR_KS", "TeacherForcedResult", "Worker", "by_task_type", "condition_table", "drive", "episode_metrics", "load_grid", "load_run", "make_executor", "mcnemar_exact", "paired_outcomes", "parse_task_slice", "run", "run_conditions", "run_sweep", "select_tasks", "success_rate_at", "teacher_forced_accuracy", "teacher_forced_for"]

@@ -29,6 +29,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from workbench.envs.base import Task
+from workbench.envs.memory_base import expert_trajectories_for
 from workbench.eval.executor import Executor, make_executor
 from workbench.eval.jobs import EPISODE, TEACHER_FORCING, Job
 from workbench.eval.runner import (
@@ -91,8 +92,6 @@ class _Plan:
 
 
 def _plan(cfg: RunConfig, resume: bool, defer: frozenset[str] = frozenset()) -> _Plan:
-    from workbench.envs.memory_base import expert_trajectories_for
-
     tasks = select_tasks(cfg)
     done = check_resume(cfg, resume)
     episodes = [t for t in tasks if t.task_id not in done and t.task_id not in defer]

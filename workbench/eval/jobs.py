@@ -22,7 +22,10 @@ from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Any
 
+from workbench.agents.loop import Agent
+from workbench.envs.alfworld import ALFWorldEnv
 from workbench.envs.base import Task
+from workbench.models.loading import load_model
 
 __all__ = ["Job", "Worker", "EPISODE", "TEACHER_FORCING"]
 
@@ -81,8 +84,6 @@ class Worker:
     def model(self, name: str, dtype: str):
         key = (name, dtype)
         if key not in self._models:
-            from workbench.models.loading import load_model
-
             while len(self._models) >= self._max_models:
                 old, _ = self._models.popitem(last=False)
                 self._agents = {k: v for k, v in self._agents.items() if k[:2] != old}
@@ -93,8 +94,6 @@ class Worker:
     def _agent(self, cfg):
         key = (cfg.model, cfg.dtype, cfg.decode, cfg.record_admissible)
         if key not in self._agents:
-            from workbench.agents.loop import Agent
-
             self._agents[key] = Agent.from_model(self.model(cfg.model, cfg.dtype), decode=cfg.decode,
                                                  record_admissible=cfg.record_admissible)
         return self._agents[key]
@@ -109,8 +108,6 @@ class Worker:
 
     def _env(self, max_steps: int):
         if max_steps not in self._envs:
-            from workbench.envs.alfworld import ALFWorldEnv
-
             self._envs[max_steps] = ALFWorldEnv(max_steps=max_steps)
         return self._envs[max_steps]
 

@@ -21,23 +21,29 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from workbench.agents.loop import Agent, check_decode
+from workbench.agents.policy import POLICIES, build_policy, policy_options, replay
+from workbench.agents.teacher_forcing import teacher_forced_accuracy
 from workbench.envs.alfworld import load_alfworld_tasks
 from workbench.envs.base import Task
+from workbench.envs.memory_base import expert_trajectories_for
 from workbench.envs.selection import NO_TASKS, parse_task_slice
-from workbench.provenance import versions
 from workbench.eval.metrics import by_task_type, episode_metrics
+from workbench.memory.base import MemoryBase
 from workbench.memory.trajectory import (
     Trajectory,
     atomic_write_text,
     iter_jsonl_dicts,
 )
-from workbench.methods.arbiter.policy import DEFAULT_BUDGET
+from workbench.models.adapters import model_adapter_hash as _adapter_hash
 from workbench.models.registry import DEFAULT_AGENT
-
+from workbench.provenance import versions
 
 __all__ = ["RunConfig", "DTYPES", "select_tasks", "run", "load_run", "teacher_forced_for", "teacher_forced_part", "combine_teacher_forced", "expert_for", "write_run_config", "batch_metrics", "check_resume", "build_policy", "policy_for", "adopt", "adopt_episodes", "adopt_same_memory", "adopt_runs", "ADOPT_IGNORES", "identity_diff"]
 
 DTYPES = ("float32", "bfloat16")
+#: RunConfig fields that are memory-policy options (validated by the policy's own options model)
+OPTION_FIELDS = ("budget", "ablation", "backend", "backend_args", "interval", "triggers", "memory_base")
 
 
 @dataclass(frozen=True)
@@ -100,54 +106,38 @@ class RunConfig:
         return self.teacher_forcing_tasks or self.tasks
 
     def __post_init__(self) -> None:
-        from workbench.agents.policy import policy_options
-
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype '{self.dtype}': expected one of {', '.join(DTYPES)}")
-        from workbench.agents.loop import check_decode
-
         check_decode(self.decode)
         if self.tasks.strip() == NO_TASKS and (not self.teacher_forcing or self.tf_tasks.strip() == NO_TASKS):
             raise ValueError("tasks 'none' plays no episode: it is a teacher-forcing-only run, so give "
                              "teacher_forcing_tasks (--teacher-forcing-tasks), e.g. 0:140:7, and leave teacher forcing on")
         for name in ("task_types", "backend_args", "triggers"):  # config.json stores them as lists
             object.__setattr__(self, name, tuple(getattr(self, name) or ()))
-        takes = policy_options(self.memory)  # a clear error for unknown policies
-        for opt, value in (("budget", self.budget), ("ablation", self.ablation), ("backend", self.backend),
-                           ("backend_args", self.backend_args), ("interval", self.interval),
-                           ("triggers", self.triggers), ("memory_base", self.memory_base)):
-            if value not in (None, ()) and opt not in takes and not (opt == "backend_args" and "backend" in takes):
-                raise ValueError(f"--{opt.replace('_', '-')} does not apply to --memory {self.memory} "
-                                 f"(it takes: {', '.join(takes) or 'no options'})")
-        if "budget" in takes and self.budget is None:
-            object.__setattr__(self, "budget", DEFAULT_BUDGET)
-        if self.budget is not None and self.budget <= 0:
-            raise ValueError(f"budget {self.budget}: expected a positive number of o200k tokens")
-        if "interval" in takes and self.interval is None:
-            object.__setattr__(self, "interval", 1)
-        if self.interval is not None and self.interval < 1:
-            raise ValueError(f"interval {self.interval}: expected at least 1")
-        if self.triggers:
-            from workbench.methods.proactive import EVENTS
-
-            bad = [t for t in self.triggers if t not in EVENTS]
-            if bad:
-                raise ValueError(f"trigger '{bad[0]}': expected one of {', '.join(EVENTS)}")
-        if "backend" in takes and self.backend is None:
-            from workbench.llm.registry import OFFLINE_BACKEND
-
-            object.__setattr__(self, "backend", OFFLINE_BACKEND)
-        if self.ablation is not None:
-            from workbench.methods.arbiter import ABLATIONS
-
-            if self.ablation not in ABLATIONS:
-                raise ValueError(f"ablation '{self.ablation}': expected one of {', '.join(ABLATIONS)}")
-        for kv in self.backend_args:
-            if "=" not in kv:
-                raise ValueError(f"backend argument '{kv}': expected KEY=VALUE")
+        self._validate_options()
         if self.memory_base is not None and not (Path(self.memory_base) / "entries.jsonl").exists():
             raise ValueError(f"--memory-base {self.memory_base}: no memory base there (no entries.jsonl); pass a "
                              "folder `workbench refine --base-out` wrote, or leave it out for the default base")
+
+    def _validate_options(self) -> None:
+        """The memory policy's own options model checks the options this run sets and fills in its defaults; the
+        runner knows no policy's options (``workbench.agents.policy.POLICIES``)."""
+        takes = policy_options(self.memory)  # a clear error for unknown policies
+        given = {k: getattr(self, k) for k in OPTION_FIELDS if getattr(self, k) not in (None, ())}
+        for opt in given:
+            if opt not in takes:
+                raise ValueError(f"--{opt.replace('_', '-')} does not apply to --memory {self.memory} "
+                                 f"(it takes: {', '.join(t for t in takes if t != 'retriever') or 'no options'})")
+        valid = POLICIES.validate(self.memory, given)
+        for opt in OPTION_FIELDS:
+            if opt in valid:
+                value = valid[opt]
+                object.__setattr__(self, opt, tuple(value) if isinstance(value, list) else value)
+
+    @property
+    def options(self) -> dict:
+        """The memory policy's options as this run sets them (after its defaults)."""
+        return {k: getattr(self, k) for k in policy_options(self.memory) if k != "retriever"}
 
     def policy_key(self) -> tuple:
         """What a policy built for this run depends on (a worker reuses one policy per key)."""
@@ -182,9 +172,7 @@ def select_tasks(cfg: RunConfig, spec: str | None = None) -> list[Task]:
 
 
 def model_adapter_hash(model: str) -> str | None:
-    from workbench.models.adapters import model_adapter_hash as adapter_of
-
-    return adapter_of(model)
+    return _adapter_hash(model)
 
 
 def identity_diff(old: dict, new: dict, ignore: tuple[str, ...] = ()) -> dict:
@@ -342,8 +330,6 @@ def _same_memory(ours, other, task: Task, traj: Trajectory) -> list[tuple[dict, 
     """If two policies put the same memory in the prompt at every step of ``traj`` (its own history, as the loop
     feeds it), each step's (our record, their record) -- what each policy logs beside the prompt, e.g. the
     budget a MemArbiter block was assembled under; else None."""
-    from workbench.agents.policy import replay
-
     records = []
     for (*_, a), (*_, b) in zip(replay(ours, task, traj), replay(other, task, traj)):
         if _block_key(a) != _block_key(b):
@@ -452,8 +438,6 @@ def adopt_runs(cfgs: list[RunConfig], root: str | Path) -> dict[str, str]:
 
 def memory_base_digest(cfg: RunConfig) -> str | None:
     """The content hash of the memory base ``cfg`` reads (None: the default base, which no run edits)."""
-    from workbench.memory.base import MemoryBase
-
     return MemoryBase(cfg.memory_base).digest() if cfg.memory_base else None
 
 
@@ -485,61 +469,9 @@ def batch_metrics(trajs: list[Trajectory]) -> dict:
     return episode_metrics(trajs) | {"by_task_type": by_task_type(trajs)}
 
 
-def build_policy(name: str, retriever: str = "minilm", *, budget: int | None = None, ablation: str | None = None,
-                 backend: str | None = None, backend_args: tuple[str, ...] = (), interval: int | None = None,
-                 triggers: tuple[str, ...] = (), memory_base: str | None = None):
-    """A memory policy: none/icl/traj over the default memory base (valid_train planner trajectories), or a
-    method's policy (arbiter, flat-recency, flat-retrieval, proactive...) with its options."""
-    from workbench.agents.policy import (
-        FixedICL,
-        NoMemory,
-        OtherTypeTrajectory,
-        RandomSameType,
-        RetrievedTrajectory,
-        get_policy,
-        policy_options,
-    )
-    from workbench.envs.memory_base import default_memory_base
-    from workbench.memory.retrieval import get_retriever
-
-    factory = get_policy(name)  # a clear error for unknown names
-    if name == "none":
-        return NoMemory()
-    if name in ("icl", "traj", "other_type", "random_same"):
-        from workbench.memory.base import MemoryBase
-
-        base = MemoryBase(memory_base) if memory_base else default_memory_base()
-        if name == "icl":
-            return FixedICL(base)
-        if name == "random_same":
-            return RandomSameType(base)
-        cls = RetrievedTrajectory if name == "traj" else OtherTypeTrajectory
-        return cls(get_retriever(retriever, base))
-    takes = policy_options(name)
-    options: dict = {}
-    if "budget" in takes:
-        options["budget"] = budget
-    if "ablation" in takes:
-        options["ablation"] = ablation
-    if "interval" in takes:
-        options["interval"] = interval
-    if "triggers" in takes:
-        options["triggers"] = tuple(triggers)
-    if "memory_base" in takes:
-        options["memory_base"] = memory_base
-    if "backend" in takes:
-        from workbench.llm.registry import OFFLINE_BACKEND, get_backend
-
-        options["backend"] = get_backend(backend or OFFLINE_BACKEND,
-                                         **dict(kv.split("=", 1) for kv in backend_args))
-    return factory(**options)
-
-
 def policy_for(cfg: "RunConfig"):
     """The memory policy of run ``cfg``."""
-    return build_policy(cfg.memory, cfg.retriever, budget=cfg.budget, ablation=cfg.ablation, backend=cfg.backend,
-                        backend_args=cfg.backend_args, interval=cfg.interval, triggers=cfg.triggers,
-                        memory_base=cfg.memory_base)
+    return build_policy(cfg.memory, cfg.retriever, **cfg.options)
 
 
 def run(cfg: RunConfig, resume: bool = False, progress: bool = True, lm=None, workers: int | None = None,
@@ -565,8 +497,6 @@ def run(cfg: RunConfig, resume: bool = False, progress: bool = True, lm=None, wo
 
 def expert_for(split: str, task_id: str) -> Trajectory:
     """The planner's expert trajectory of ``task_id`` (what teacher forcing replays)."""
-    from workbench.envs.memory_base import expert_trajectories_for
-
     for e in expert_trajectories_for(split):
         if e.task_id == task_id:
             return e
@@ -575,8 +505,6 @@ def expert_for(split: str, task_id: str) -> Trajectory:
 
 def teacher_forced_part(agent, expert: Trajectory, task: Task, policy) -> dict:
     """One task's teacher-forced steps (a job's result; ``combine_teacher_forced`` adds tasks up)."""
-    from workbench.agents.teacher_forcing import teacher_forced_accuracy
-
     res = teacher_forced_accuracy(agent, [expert], {task.task_id: task}, policy, progress=False)
     return {"task_id": task.task_id, "n_correct": res.n_correct, "n_steps": res.n_steps,
             "p_sum": res.mean_p_expert * res.n_steps, "per_task": res.per_task[task.task_id],
@@ -607,9 +535,6 @@ def teacher_forced_for(lm, memory: str, split: str, tasks: str, out: str | Path,
     in the cache key). Cached in ``out/teacher_forced.json`` (recomputed when the parameters differ). The
     same per-task parts and sums as the driver's teacher-forcing jobs, so both write the same file.
     """
-    from workbench.agents.loop import Agent
-    from workbench.envs.memory_base import expert_trajectories_for
-
     path = Path(out) / "teacher_forced.json"
     key = teacher_forced_key(lm.name, lm.dtype, memory, split, tasks)
     if path.exists():

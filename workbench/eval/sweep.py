@@ -44,10 +44,18 @@ from pathlib import Path
 from typing import Any
 
 from workbench.agents.loop import DECODES
-from workbench.eval.runner import DTYPES, RunConfig
+from workbench.agents.policy import get_policy
+from workbench.envs.alfworld import load_alfworld_tasks
 from workbench.envs.selection import NO_TASKS, parse_task_slice
-from workbench.provenance import versions
+from workbench.eval.runner import DTYPES, RunConfig
 from workbench.memory.trajectory import atomic_write_text
+from workbench.models.loading import (
+    ModelNotFoundError,
+    _adapter_folder_spec,
+    _resolve_path,
+)
+from workbench.models.registry import get_model_spec
+from workbench.provenance import versions
 
 __all__ = ["GridError", "Grid", "load_grid", "parse_overrides", "run_sweep", "state_path"]
 
@@ -104,15 +112,6 @@ def _check_value(where: str, key: str, value: Any) -> Any:
 
 
 def _check_config(where: str, cfg: RunConfig, n_tasks: dict) -> None:
-    from workbench.agents.policy import get_policy
-    from workbench.envs.alfworld import load_alfworld_tasks
-    from workbench.models.loading import (
-        ModelNotFoundError,
-        _adapter_folder_spec,
-        _resolve_path,
-    )
-    from workbench.models.registry import get_model_spec
-
     try:
         get_policy(cfg.memory)
     except ValueError as e:
@@ -227,8 +226,6 @@ def load_grid(path: str | Path, out: str | None = None, overrides: dict | None =
                 raise GridError(f"{where}: unknown key '{key}'{hint} (known: name, {', '.join(sorted(_FIELDS))})")
             kwargs[key] = _check_value(where, key, value)
             if key == "memory":
-                from workbench.agents.policy import get_policy
-
                 try:
                     get_policy(kwargs[key])
                 except ValueError as e:

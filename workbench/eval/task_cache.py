@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from workbench.envs.alfworld import ALFWorldEnv
 from workbench.memory.trajectory import (
     TrajectoryFormatError,
     append_jsonl,
@@ -26,6 +27,7 @@ from workbench.memory.trajectory import (
     cut_torn_tail,
     iter_jsonl_dicts,
 )
+from workbench.models.adapters import model_adapter_hash
 
 __all__ = ["TaskCache", "analysis_key", "rows_per_episode", "replay_game", "admissible_along", "require_score"]
 
@@ -72,8 +74,6 @@ class TaskCache:
 def analysis_key(lm, **params) -> dict:
     """What an analysis of model ``lm`` depends on besides the code: its name, adapter (content hash), dtype and
     ``params``."""
-    from workbench.models.adapters import model_adapter_hash
-
     return {"model": lm.name, "adapter": model_adapter_hash(lm.name), "dtype": lm.dtype, **params}
 
 
@@ -108,8 +108,6 @@ def replay_game(cfg):
     """``game()``: one ALFWorld environment for an analysis that replays recorded episodes (for each step's
     admissible commands), opened at its first use (an analysis read whole from its cache opens none) and closed
     when the analysis ends."""
-    from workbench.envs.alfworld import ALFWorldEnv
-
     envs: list = []
 
     def game():

@@ -18,21 +18,87 @@ way the reply goes through the same parsing, validation and one repair retry.
 """
 
 from workbench.llm.cache import CachedBackend, ResponseCache
-from workbench.llm.edits import SegmentEditError, apply_segment_edits, parse_segment_text, segment_text
-from workbench.llm.errors import LLMConfigError, LLMError, LLMOutputError, LLMTimeoutError, LLMTransportError, ToolCallError
-from workbench.llm.inputs import BankEntry, BankView, DirectFailureEditInput, DirectSuccessEditInput, FailureRefinerInput, ProactiveInput, ReflectorInput, RetrievalAnalyzerInput, StateParserInput, SuccessRefinerInput, WorkflowInput, CurateInput, WriterInput
+from workbench.llm.edits import (
+    SegmentEditError,
+    apply_segment_edits,
+    parse_segment_text,
+    segment_text,
+)
+from workbench.llm.errors import (
+    LLMConfigError,
+    LLMError,
+    LLMOutputError,
+    LLMTimeoutError,
+    LLMTransportError,
+    ToolCallError,
+)
+from workbench.llm.inputs import (
+    BankEntry,
+    BankView,
+    CurateInput,
+    DirectFailureEditInput,
+    DirectSuccessEditInput,
+    FailureRefinerInput,
+    ProactiveInput,
+    ReflectorInput,
+    RetrievalAnalyzerInput,
+    StateParserInput,
+    SuccessRefinerInput,
+    WorkflowInput,
+    WriterInput,
+)
 from workbench.llm.local import LocalBackend
 from workbench.llm.offline import OfflineALFWorldBackend
 from workbench.llm.openai_client import OpenAIBackend, OpenAIConfig
-from workbench.llm.parsing import extract_json_candidates, parse_json_as, parse_text_tool_calls, validate_tool_calls
-from workbench.llm.protocol import Backend, ChatResult, Message, ToolCall, ToolSpec, as_messages
+from workbench.llm.parsing import (
+    extract_json_candidates,
+    parse_json_as,
+    parse_text_tool_calls,
+    validate_tool_calls,
+)
+from workbench.llm.protocol import (
+    Backend,
+    ChatResult,
+    Message,
+    ToolCall,
+    ToolSpec,
+    as_messages,
+)
 from workbench.llm.registry import get_backend, list_backends, register_backend
-from workbench.llm.schemas import BANKS, PATTERNS, CandidateItem, CandidateWrites, DirectEdit, FailureReflection, Intervention, ParsedState, RedundantSegment, Refinement, RetrievalAnalysis, SegmentEdit, SuccessReflection, Workflow, Cheatsheet, CheatsheetEntry
+from workbench.llm.schemas import (
+    BANKS,
+    PATTERNS,
+    CandidateItem,
+    CandidateWrites,
+    Cheatsheet,
+    CheatsheetEntry,
+    DirectEdit,
+    FailureReflection,
+    Intervention,
+    ParsedState,
+    RedundantSegment,
+    Refinement,
+    RetrievalAnalysis,
+    SegmentEdit,
+    SuccessReflection,
+    Workflow,
+)
 from workbench.llm.scripted import ScriptedBackend
-from workbench.llm.stages import Stage, get_stage, list_stages, register_stage, render_stage, run_stage
+from workbench.llm.stages import (
+    Stage,
+    get_stage,
+    list_stages,
+    register_stage,
+    render_stage,
+    run_stage,
+)
 from workbench.llm.structured import Parsed, chat_json, chat_tools
 from workbench.llm.templates import PromptTemplate, list_templates, load_template
-from workbench.llm.tools import PROACTIVE_TOOLS, format_text_tool_call, text_tool_instructions
+from workbench.llm.tools import (
+    PROACTIVE_TOOLS,
+    format_text_tool_call,
+    text_tool_instructions,
+)
 
 __all__ = [
     # protocol and registry

@@ -20,9 +20,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from workbench.memory.trajectory import atomic_write_text
-
 from workbench.llm.protocol import Backend, ChatResult, Message, ToolSpec, as_messages
+from workbench.memory.trajectory import atomic_write_text
 
 __all__ = ["ResponseCache", "CachedBackend", "request_material", "CACHE_FORMAT"]
 

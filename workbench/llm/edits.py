@@ -9,9 +9,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from workbench.memory.trajectory import Segment
-
 from workbench.llm.schemas import SegmentEdit
+from workbench.memory.trajectory import Segment
 
 __all__ = ["segment_text", "parse_segment_text", "apply_segment_edits", "SegmentEditError"]
 

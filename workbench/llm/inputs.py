@@ -11,9 +11,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from workbench.llm.schemas import (
+    Cheatsheet,
+    FailureReflection,
+    ParsedState,
+    SuccessReflection,
+)
 from workbench.memory.trajectory import MemoryEntry, Step, Trajectory
-
-from workbench.llm.schemas import Cheatsheet, FailureReflection, ParsedState, SuccessReflection
 
 __all__ = [
     "RetrievalAnalyzerInput",

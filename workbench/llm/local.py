@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from workbench.llm.errors import LLMConfigError
 from workbench.llm.protocol import ChatResult, Message, ToolSpec, as_messages
 from workbench.llm.tools import text_tool_instructions
+from workbench.models import load_model
 
 __all__ = ["LocalBackend"]
 
@@ -59,8 +60,6 @@ class LocalBackend:
     @classmethod
     def from_name(cls, model: str, **load_kwargs: Any) -> LocalBackend:
         """Load ``model`` with ``workbench.models.load_model`` (offline, CPU) and wrap it."""
-        from workbench.models import load_model
-
         return cls(load_model(model, **load_kwargs))
 
     def cache_identity(self) -> dict[str, Any]:

@@ -15,16 +15,39 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from workbench.memory.trajectory import MemoryEntry, Step, Trajectory
-
 from workbench.llm.edits import segment_text
 from workbench.llm.errors import LLMConfigError
-from workbench.llm.inputs import BankView, CurateInput, DirectFailureEditInput, DirectSuccessEditInput, FailureRefinerInput, ProactiveInput, ReflectorInput, RetrievalAnalyzerInput, StateParserInput, SuccessRefinerInput, WorkflowInput, WriterInput
+from workbench.llm.inputs import (
+    BankView,
+    CurateInput,
+    DirectFailureEditInput,
+    DirectSuccessEditInput,
+    FailureRefinerInput,
+    ProactiveInput,
+    ReflectorInput,
+    RetrievalAnalyzerInput,
+    StateParserInput,
+    SuccessRefinerInput,
+    WorkflowInput,
+    WriterInput,
+)
 from workbench.llm.protocol import Backend, Message, ToolSpec
-from workbench.llm.schemas import CandidateWrites, Cheatsheet, DirectEdit, FailureReflection, Intervention, ParsedState, Refinement, RetrievalAnalysis, SuccessReflection, Workflow
+from workbench.llm.schemas import (
+    CandidateWrites,
+    Cheatsheet,
+    DirectEdit,
+    FailureReflection,
+    Intervention,
+    ParsedState,
+    Refinement,
+    RetrievalAnalysis,
+    SuccessReflection,
+    Workflow,
+)
 from workbench.llm.structured import Parsed, chat_json, chat_tools
 from workbench.llm.templates import load_template
 from workbench.llm.tools import PROACTIVE_TOOLS
+from workbench.memory.trajectory import MemoryEntry, Step, Trajectory
 
 __all__ = ["Stage", "register_stage", "get_stage", "list_stages", "render_stage", "run_stage"]
 

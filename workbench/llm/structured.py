@@ -15,8 +15,19 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel
 
 from workbench.llm.errors import LLMOutputError, ToolCallError
-from workbench.llm.parsing import parse_json_as, parse_text_tool_calls, validate_tool_calls
-from workbench.llm.protocol import Backend, ChatResult, Message, ToolCall, ToolSpec, as_messages
+from workbench.llm.parsing import (
+    parse_json_as,
+    parse_text_tool_calls,
+    validate_tool_calls,
+)
+from workbench.llm.protocol import (
+    Backend,
+    ChatResult,
+    Message,
+    ToolCall,
+    ToolSpec,
+    as_messages,
+)
 from workbench.llm.tools import format_text_tool_call
 
 __all__ = ["Parsed", "chat_json", "chat_tools", "MAX_REPAIRS"]

@@ -4,14 +4,77 @@ memory base and retrieval (MiniLM cosine, BM25).
 Importing this package is light: sentence-transformers and the MiniLM weights load on first MiniLM retrieval.
 """
 
-from workbench.memory.base import ENTRIES_FILE, HISTORY_FILE, HistoryRecord, MemoryBase, StaleEntryError, entry_diff
-from workbench.memory.embeddings import MINILM_NAME, EmbeddingCache, encode_texts, load_minilm, minilm_path
-from workbench.memory.eto import ETO_ALFWORLD_INSTRUCTION, EtoStyle, eto_to_trajectory, export_eto, import_eto, trajectory_to_eto
-from workbench.memory.render import GOAL_PREFIX, Piece, PieceKind, render_memory, render_pieces, segment_char_spans
-from workbench.memory.retrieval import BM25Retriever, MiniLMRetriever, Retriever, RetrieverConfig, bm25_tokens, get_retriever, list_retrievers, register_retriever
-from workbench.memory.task_info import ALFRED_TASK_TYPES, TASK_TYPES, GameRef, game_key, infer_task_type, parse_game_ref, task_type_from_goal, task_type_from_id
-from workbench.memory.tokens import count_o200k, count_tokens, memory_token_breakdown, memory_tokens, o200k_encoding, piece_token_counts
-from workbench.memory.trajectory import MemoryEntry, Segment, Step, Trajectory, TrajectoryFormatError, append_jsonl, atomic_write_text, iter_jsonl_dicts, read_jsonl, write_jsonl
+from workbench.memory.base import (
+    ENTRIES_FILE,
+    HISTORY_FILE,
+    HistoryRecord,
+    MemoryBase,
+    StaleEntryError,
+    entry_diff,
+)
+from workbench.memory.embeddings import (
+    MINILM_NAME,
+    EmbeddingCache,
+    encode_texts,
+    load_minilm,
+    minilm_path,
+)
+from workbench.memory.eto import (
+    ETO_ALFWORLD_INSTRUCTION,
+    EtoStyle,
+    eto_to_trajectory,
+    export_eto,
+    import_eto,
+    trajectory_to_eto,
+)
+from workbench.memory.render import (
+    GOAL_PREFIX,
+    Piece,
+    PieceKind,
+    render_memory,
+    render_pieces,
+    segment_char_spans,
+)
+from workbench.memory.retrieval import (
+    BM25Retriever,
+    MiniLMRetriever,
+    Retriever,
+    RetrieverConfig,
+    bm25_tokens,
+    get_retriever,
+    list_retrievers,
+    register_retriever,
+)
+from workbench.memory.task_info import (
+    ALFRED_TASK_TYPES,
+    TASK_TYPES,
+    GameRef,
+    game_key,
+    infer_task_type,
+    parse_game_ref,
+    task_type_from_goal,
+    task_type_from_id,
+)
+from workbench.memory.tokens import (
+    count_o200k,
+    count_tokens,
+    memory_token_breakdown,
+    memory_tokens,
+    o200k_encoding,
+    piece_token_counts,
+)
+from workbench.memory.trajectory import (
+    MemoryEntry,
+    Segment,
+    Step,
+    Trajectory,
+    TrajectoryFormatError,
+    append_jsonl,
+    atomic_write_text,
+    iter_jsonl_dicts,
+    read_jsonl,
+    write_jsonl,
+)
 
 __all__ = [
     # data model and JSONL I/O

@@ -23,9 +23,24 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
-from workbench.memory.trajectory import MemoryEntry, Trajectory, TrajectoryFormatError, _describe, atomic_write_text, read_jsonl, read_text_utf8
+from workbench.memory.trajectory import (
+    MemoryEntry,
+    Trajectory,
+    TrajectoryFormatError,
+    _describe,
+    atomic_write_text,
+    read_jsonl,
+    read_text_utf8,
+)
 
 __all__ = ["MemoryBase", "HistoryRecord", "StaleEntryError", "ENTRIES_FILE", "HISTORY_FILE", "entry_diff"]
 

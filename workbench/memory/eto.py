@@ -26,7 +26,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from workbench.memory.task_info import infer_task_type, parse_game_ref
-from workbench.memory.trajectory import Step, Trajectory, TrajectoryFormatError, atomic_write_text, read_text_utf8
+from workbench.memory.trajectory import (
+    Step,
+    Trajectory,
+    TrajectoryFormatError,
+    atomic_write_text,
+    read_text_utf8,
+)
 
 __all__ = [
     "ETO_ALFWORLD_INSTRUCTION",

@@ -17,7 +17,12 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from workbench.memory.base import MemoryBase
-from workbench.memory.embeddings import MINILM_NAME, EmbeddingCache, encode_texts, load_minilm
+from workbench.memory.embeddings import (
+    MINILM_NAME,
+    EmbeddingCache,
+    encode_texts,
+    load_minilm,
+)
 from workbench.memory.task_info import game_key
 from workbench.memory.trajectory import MemoryEntry
 

@@ -7,9 +7,9 @@ memory is a span inside a prompt, and BOS/CLS belong to the prompt, not to the m
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 import threading
 import warnings
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 

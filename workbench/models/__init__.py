@@ -1,7 +1,14 @@
 """Load white-box models (packaged SmolLM2 GGUF, local HF folders, HF cache) as TransformerLens bridges."""
 
 from workbench.models.loading import LoadedModel, ModelNotFoundError, load_model, wrap
-from workbench.models.registry import DEFAULT_AGENT, ModelSpec, get_model_spec, list_models, packaged_gguf_path, register_model
+from workbench.models.registry import (
+    DEFAULT_AGENT,
+    ModelSpec,
+    get_model_spec,
+    list_models,
+    packaged_gguf_path,
+    register_model,
+)
 
 __all__ = [
     "DEFAULT_AGENT",

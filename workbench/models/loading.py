@@ -17,7 +17,13 @@ os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
 
 import torch
 
-from workbench.models.registry import ModelSpec, cached_model_folder, get_model_spec, list_models, packaged_gguf_path
+from workbench.models.registry import (
+    ModelSpec,
+    cached_model_folder,
+    get_model_spec,
+    list_models,
+    packaged_gguf_path,
+)
 from workbench.paths import cache_root
 
 __all__ = ["LoadedModel", "load_model", "ModelNotFoundError"]

@@ -31,7 +31,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from workbench.prompts.layout import BuiltPrompt, PieceSpan, PromptBuilder, PromptTooLongError
+from workbench.prompts.layout import (
+    BuiltPrompt,
+    PieceSpan,
+    PromptBuilder,
+    PromptTooLongError,
+)
 
 __all__ = ["WMPiece", "WM_KINDS", "build_working_memory_prompt", "item_spans"]
 

@@ -21,7 +21,13 @@ import json
 from pathlib import Path
 
 from workbench.eval.compare import paired_outcomes
-from workbench.memory.trajectory import iter_jsonl_dicts
+from workbench.eval.metrics import action_patterns
+from workbench.memory.trajectory import (
+    Trajectory,
+    TrajectoryFormatError,
+    iter_jsonl_dicts,
+    read_jsonl,
+)
 
 __all__ = ["DEFAULT_DTYPE", "PAIRS", "Outcomes", "band_accuracy", "band_label", "band_pairs_from", "decode_outcomes",
            "encode_outcomes", "folder_dtype", "folder_decisions", "folder_outcomes", "folder_table", "parse_step_bands",
@@ -322,9 +328,6 @@ def folder_table(root: Path, models: list[str], conds: list[str]) -> list[dict]:
 def _action_patterns(folder: Path, metrics: dict) -> dict | None:
     """A run's action patterns as ``metrics.json`` recorded them, or recomputed from its episodes where that
     record predates one of the current measures (it lacks a key ``action_patterns`` now returns)."""
-    from workbench.eval.metrics import action_patterns
-    from workbench.memory.trajectory import Trajectory, TrajectoryFormatError, read_jsonl
-
     recorded = metrics.get("action_patterns")
     rows = folder / "trajectories.jsonl"
     if not recorded or set(action_patterns([])) <= set(recorded) or not rows.exists():

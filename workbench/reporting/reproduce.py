@@ -8,8 +8,8 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from workbench.provenance import versions
 from workbench.memory.trajectory import atomic_write_text
+from workbench.provenance import versions
 from workbench.reporting.profiles import PROFILES, notebook_parameters
 from workbench.reporting.watchdog import run_notebook
 

@@ -25,10 +25,26 @@ import time
 from pathlib import Path
 
 from workbench.memory.trajectory import atomic_write_text
-from workbench.reporting.outcomes import (DEFAULT_DTYPE, PAIRS, Outcomes, band_accuracy, band_label, band_pairs_from,
-                                          encode_outcomes, folder_decisions, folder_outcomes, folder_table,
-                                          model_pairs_from, paired_table, pairs_from, parse_step_bands, read_json,
-                                          read_table, same_decisions)
+from workbench.reporting.outcomes import (
+    DEFAULT_DTYPE,
+    PAIRS,
+    Outcomes,
+    band_accuracy,
+    band_label,
+    band_pairs_from,
+    encode_outcomes,
+    folder_decisions,
+    folder_outcomes,
+    folder_table,
+    model_pairs_from,
+    paired_table,
+    pairs_from,
+    parse_step_bands,
+    read_json,
+    read_table,
+    same_decisions,
+)
+from workbench.training.card import adapter_summary, write_model_card
 
 __all__ = ["CARD_INTRO", "card_section", "carry_over", "check_dtypes", "rows_markdown", "table_markdown",
            "write_card", "write_table"]
@@ -418,8 +434,6 @@ def write_card(adapter: str | Path, sections: list[str], models: list[str], cond
     Raises:
         ValueError, FileNotFoundError: as ``card_section``; the card is left as it was.
     """
-    from workbench.training.card import adapter_summary, write_model_card
-
     parts = ["## Evaluation (never trained or tuned on valid_unseen)", "", intro, "", f"Written by `{command}`."]
     for section in sections:
         parts += ["", card_section(section, models, conds, pairs, compare_dtypes)]

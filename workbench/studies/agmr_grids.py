@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from workbench.eval.runner import RunConfig
+
 __all__ = ["agmr_configs"]
 
 
@@ -16,8 +18,6 @@ def agmr_configs(model: str, split: str, tasks: str, max_steps: int, root: str |
     Args:
         bases: condition name -> refined base folder (``{"agmr": ..., "agmr-no-agr": ...}``).
     """
-    from workbench.eval.runner import RunConfig
-
     out = Path(root) / model
     common = dict(split=split, tasks=tasks, model=model, max_steps=max_steps, dtype=dtype,
                   teacher_forcing=teacher_forcing)

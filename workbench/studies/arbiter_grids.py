@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from workbench.eval.runner import RunConfig
+
 __all__ = ["VERBATIM", "condition_name", "ADOPT_ACROSS_BUDGETS", "budget_pairs", "SENSITIVITY_BUDGETS", "sensitivity_configs", "arbiter_configs", "METHODS", "REFERENCE", "reference_configs", "verbatim_configs"]
 
 
@@ -72,8 +74,6 @@ def arbiter_configs(model: str, split: str, tasks: str, max_steps: int, root: st
                     decode: str = "score") -> list:
     """MemArbiter, Flat Retrieval and Flat Recency at every budget, and the ablations at ``ablation_budget``
     (``decode``: how the action model acts; the paper's is ``generate-verbatim``, see the module docstring)."""
-    from workbench.eval.runner import RunConfig
-
     out = Path(root) / model
     common = dict(split=split, tasks=tasks, model=model, max_steps=max_steps, dtype=dtype, teacher_forcing=False,
                   decode=decode)
@@ -102,8 +102,6 @@ def reference_configs(model: str, split: str, tasks: str, max_steps: int, root: 
     model, dtype and decode: not a row of the paper's tables, but what every working-memory method replaces. A
     flat block below it means that block is worse than no arbitration at all for this agent. Notebook 05 reads
     notebook 01's episodes of the same parameters (adopted) instead of playing them again."""
-    from workbench.eval.runner import RunConfig
-
     return [RunConfig(out=str(Path(root) / model / REFERENCE), memory="none", split=split, tasks=tasks, model=model,
                       max_steps=max_steps, dtype=dtype, teacher_forcing=False, decode=decode)]
 

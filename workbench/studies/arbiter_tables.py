@@ -4,6 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from workbench.eval.behaviour import (
+    budget_use,
+    common_failure_rates,
+    episodic_share,
+    max_memory_o200k,
+    own_failure_rates,
+    recurrence_rates,
+)
+from workbench.eval.compare import paired_outcomes
 from workbench.studies.arbiter_grids import ADOPT_ACROSS_BUDGETS, METHODS, REFERENCE
 
 __all__ = ["budget_sensitivity", "verbatim_behaviour_table", "common_failure_sets", "behaviour_table"]
@@ -28,9 +37,6 @@ def budget_sensitivity(runs: dict, sensitivity: Sequence[str], reference_budget:
     played that came out the same: the budget never changed what the agent saw). A DataFrame indexed
     ``<method>-<budget>``."""
     import pandas as pd
-
-    from workbench.eval.behaviour import budget_use, max_memory_o200k
-    from workbench.eval.compare import paired_outcomes
 
     tasks = set.intersection(*({t.task_id for t in runs[n][0]} for n in sensitivity)) if sensitivity else set()
     chosen = {n: r for n, r in runs.items()
@@ -91,15 +97,6 @@ def behaviour_table(runs: dict, common_sets: dict[str, tuple[str, ...]] | None =
     of the budget P_t used (:func:`workbench.eval.behaviour.budget_use`: does the budget bind?). A DataFrame
     indexed by condition."""
     import pandas as pd
-
-    from workbench.eval.behaviour import (
-        budget_use,
-        common_failure_rates,
-        episodic_share,
-        max_memory_o200k,
-        own_failure_rates,
-        recurrence_rates,
-    )
 
     sets = common_sets or common_failure_sets(list(runs))
     by_set: dict[tuple[str, ...], dict] = {}

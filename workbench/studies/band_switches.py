@@ -22,8 +22,15 @@ from pathlib import Path
 from statistics import mean
 
 from workbench.agents.counterfactual import argmax
+from workbench.agents.loop import Agent
+from workbench.agents.policy import replay_at
+from workbench.envs.memory_base import expert_trajectories_for
+from workbench.eval.runner import RunConfig, select_tasks
+from workbench.eval.task_cache import TaskCache, analysis_key
 from workbench.memory.trajectory import Trajectory
 from workbench.methods.arbiter.policy import ArbiterPolicy
+from workbench.models.scoring import ActionScorer
+from workbench.training.layouts import task_of
 
 __all__ = ["TRANSITIONS", "band_switch_effects", "summarize_band_switches", "band_switches"]
 
@@ -35,8 +42,6 @@ def _state_scorer(agent, traj: Trajectory, history, observation: str, cands: lis
     """``score(block)``: the normalised probabilities over ``cands`` of the state after ``history``, with ``block``
     as its memory (the one prompt of every re-scored state here: only the block differs between factual and
     counterfactual)."""
-    from workbench.models.scoring import ActionScorer
-
     def score(block) -> list[float]:
         prompt = agent.build_prompt(block, traj.initial_observation, traj.goal, history, observation)
         return ActionScorer.normalise(agent.decide(prompt, cands).scores)
@@ -55,9 +60,6 @@ def band_switch_effects(agent, policy: ArbiterPolicy, traj: Trajectory, admissib
         steps: which steps to intervene at (default: all).
         per_transition: at most this many items per transition and step (highest eta first).
     """
-    from workbench.agents.policy import replay_at
-    from workbench.training.layouts import task_of
-
     rows: list[dict] = []
     agent.scorer.reset()
     for k, step, hist, block in replay_at(policy, task_of(traj), traj, range(traj.n_steps) if steps is None else steps):
@@ -100,14 +102,7 @@ def band_switches(lm, split: str, tasks: str, budget: int = 500, per_transition:
     """Beyond the paper (b): the band-switch re-scores (:func:`~workbench.methods.arbiter.causal.band_switch_effects`)
     along the expert trajectories of ``tasks``, at ``steps_per_task`` evenly spread steps of each (each task's rows
     kept in ``cache_dir`` as it finishes; None keeps nothing)."""
-    from workbench.agents.loop import Agent
-    from workbench.envs.memory_base import expert_trajectories_for
-    from workbench.eval.runner import RunConfig, select_tasks
-    from workbench.eval.task_cache import TaskCache, analysis_key
-
     pass
-    from workbench.methods.arbiter.policy import ArbiterPolicy
-
     cache = TaskCache(cache_dir, "band_switches", analysis_key(lm, split=split, budget=budget,
                                                                 per_transition=per_transition,
                                                                 steps_per_task=steps_per_task))

@@ -7,7 +7,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from statistics import mean
 
+from workbench.agents.loop import Agent
+from workbench.agents.policy import replay_at
+from workbench.envs.alfworld_text import is_failure, normalize
+from workbench.eval.runner import policy_for, select_tasks
+from workbench.eval.task_cache import TaskCache, analysis_key, rows_per_episode
 from workbench.memory.trajectory import Trajectory
+from workbench.models.generation import generate_action
 
 __all__ = ["FAILURE_ABLATIONS", "UNQUOTED", "repeated_failures", "failure_memory_ablation", "summarize_failure_ablation"]
 
@@ -24,8 +30,6 @@ UNQUOTED = "the command that failed"
 
 def repeated_failures(traj: Trajectory) -> list[int]:
     """Steps k whose action repeats step k-1's after the game answered step k-1 "Nothing happens."."""
-    from workbench.envs.alfworld_text import is_failure, normalize
-
     return [k for k in range(1, traj.n_steps)
             if is_failure(traj.steps[k].observation)
             and normalize(traj.steps[k].action) == normalize(traj.steps[k - 1].action)]
@@ -53,13 +57,6 @@ def failure_memory_ablation(lm, cfg, trajs: Sequence[Trajectory], per_episode: i
     nothing), with the episode's actions: an episode played again differently is analysed again.
     """
     from dataclasses import replace
-
-    from workbench.agents.loop import Agent
-    from workbench.agents.policy import replay_at
-    from workbench.envs.alfworld_text import normalize
-    from workbench.eval.runner import policy_for, select_tasks
-    from workbench.eval.task_cache import TaskCache, analysis_key, rows_per_episode
-    from workbench.models.generation import generate_action
 
     tasks = {t.task_id: t for t in select_tasks(cfg)}
     cache = TaskCache(cache_dir, "failure_ablation", analysis_key(

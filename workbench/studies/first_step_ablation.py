@@ -7,9 +7,18 @@ from pathlib import Path
 from statistics import mean
 
 from workbench.agents.counterfactual import argmax
-from workbench.eval.task_cache import admissible_along, replay_game, require_score
+from workbench.agents.loop import Agent
+from workbench.agents.policy import MemoryBlock, replay_at
+from workbench.eval.runner import policy_for, select_tasks
+from workbench.eval.task_cache import (
+    TaskCache,
+    admissible_along,
+    analysis_key,
+    replay_game,
+    require_score,
+    rows_per_episode,
+)
 from workbench.memory.trajectory import Trajectory
-
 from workbench.studies.band_switches import _state_scorer
 
 __all__ = ["first_step_ablation", "summarize_first_step_ablation"]
@@ -20,8 +29,6 @@ def _first_step_variants(block) -> dict:
     bank's header and items), with no item (the working-memory layout alone: goal, an empty block, the
     observation) and the ReAct prompt (no working memory, no history: the action agent alone's step 0)."""
     from dataclasses import replace
-
-    from workbench.agents.policy import MemoryBlock
 
     wm = tuple(block.working_memory)
     banks = list(dict.fromkeys(p.bank for p in wm if p.kind == "wm_item" and p.bank))
@@ -51,11 +58,6 @@ def first_step_ablation(lm, cfg, trajs: Sequence[Trajectory], reference: Sequenc
     Each episode's rows are kept in ``cache_dir`` as they finish (:mod:`workbench.eval.task_cache`), with the
     episode's actions; ``react_first`` is read from ``reference`` each time.
     """
-    from workbench.agents.loop import Agent
-    from workbench.agents.policy import replay_at
-    from workbench.eval.runner import policy_for, select_tasks
-    from workbench.eval.task_cache import TaskCache, analysis_key, rows_per_episode
-
     require_score(cfg, "first_step_ablation")
     tasks = {t.task_id: t for t in select_tasks(cfg)}
     react_first = {t.task_id: t.steps[0].action for t in reference if t.steps}

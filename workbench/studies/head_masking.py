@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 from tqdm.auto import tqdm
 
+from workbench.agents.teacher_forcing import teacher_forced_accuracy
 from workbench.attention.head_set import Head, HeadSet
 from workbench.attention.instrument import HeadMaskInstrument
 from workbench.attention.masking import random_heads
@@ -177,8 +178,6 @@ class HeadAblationResult:
 
 def _score_arm(agent: Any, cond: AblationCondition, policy: Any, experts: Sequence, tasks: dict, env: Any,
                episode_tasks: Sequence, max_steps: int | None, progress: bool) -> ConditionScore:
-    from workbench.agents.teacher_forcing import teacher_forced_accuracy
-
     lm = agent.scorer.lm
     inst = [HeadMaskInstrument(cond.heads, lm.n_heads)] if cond.heads else []
     tf = teacher_forced_accuracy(agent, list(experts), tasks, policy, instruments=inst, progress=progress) \

@@ -6,9 +6,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from workbench.agents.loop import Agent
+from workbench.agents.policy import build_policy
 from workbench.attention.head_set import Head, HeadSet
+from workbench.envs.alfworld import ALFWorldEnv
 from workbench.studies.head_masking import HeadAblationResult, run_head_ablation
-
 from workbench.studies.retrieval_heads import split_experts
 
 __all__ = ["head_ablation"]
@@ -31,10 +33,6 @@ def head_ablation(
 
     ``baselines``: the unmasked reference arms (ICL, the paper's; no memory, what the supervision set contrasts).
     """
-    from workbench.agents.loop import Agent
-    from workbench.envs.alfworld import ALFWorldEnv
-    from workbench.eval.runner import build_policy
-
     _, by_id, experts = split_experts(split, tf_tasks)
     ep_tasks, ep_by_id, _ = split_experts(split, episode_tasks)
     env = ALFWorldEnv(max_steps=max_steps) if ep_tasks else None

@@ -4,6 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from workbench.agents.loop import Agent
+from workbench.attention.items import episode_item_utilization
+from workbench.envs.alfworld import ALFWorldEnv
+from workbench.eval.runner import RunConfig, select_tasks
+from workbench.eval.task_cache import TaskCache, analysis_key
+from workbench.memory.trajectory import Trajectory
+from workbench.methods.arbiter.policy import ArbiterPolicy
+
 __all__ = ["item_attention"]
 
 
@@ -18,14 +26,6 @@ def item_attention(lm, heads, split: str, tasks: str, budget: int = 500, max_ste
         (the run's own, played again with the heads captured: scoring is deterministic and capture only reads;
         always in ``score`` mode, since utilization is read at the scoring forward).
     """
-    from workbench.agents.loop import Agent
-    from workbench.attention.items import episode_item_utilization
-    from workbench.envs.alfworld import ALFWorldEnv
-    from workbench.eval.runner import RunConfig, select_tasks
-    from workbench.eval.task_cache import TaskCache, analysis_key
-    from workbench.memory.trajectory import Trajectory
-    from workbench.methods.arbiter.policy import ArbiterPolicy
-
     cache = TaskCache(cache_dir, "item_attention", analysis_key(lm, heads=[list(h) for h in heads], split=split,
                                                                   budget=budget, max_steps=max_steps))
     rows: list[dict] = []

@@ -7,9 +7,19 @@ from pathlib import Path
 from statistics import mean
 
 from workbench.agents.counterfactual import argmax
-from workbench.eval.task_cache import admissible_along, replay_game, require_score
+from workbench.agents.loop import Agent
+from workbench.agents.policy import replay_at
+from workbench.envs.alfworld_text import normalize
+from workbench.eval.runner import policy_for, select_tasks
+from workbench.eval.task_cache import (
+    TaskCache,
+    admissible_along,
+    analysis_key,
+    replay_game,
+    require_score,
+    rows_per_episode,
+)
 from workbench.memory.trajectory import Trajectory
-
 from workbench.studies.band_switches import _state_scorer
 
 __all__ = ["loop_steps", "loop_episodic_switch", "summarize_loop_switch"]
@@ -18,8 +28,6 @@ __all__ = ["loop_steps", "loop_episodic_switch", "summarize_loop_switch"]
 def loop_steps(traj: Trajectory) -> list[int]:
     """Steps k that complete an alternation A, B, A, B of two different actions (k-3 .. k): the agent is in a loop
     between two commands, not merely going back once."""
-    from workbench.envs.alfworld_text import normalize
-
     acts = [normalize(a) for a in traj.actions()]
     return [k for k in range(3, len(acts)) if acts[k] == acts[k - 2] != acts[k - 1] == acts[k - 3]]
 
@@ -46,12 +54,6 @@ def loop_episodic_switch(lm, cfg, trajs: Sequence[Trajectory], per_episode: int 
     Each episode's rows are kept in ``cache_dir`` as they finish (:mod:`workbench.eval.task_cache`; None keeps
     nothing), with the episode's actions: an episode played again differently is analysed again.
     """
-    from workbench.agents.loop import Agent
-    from workbench.agents.policy import replay_at
-    from workbench.envs.alfworld_text import normalize
-    from workbench.eval.runner import policy_for, select_tasks
-    from workbench.eval.task_cache import TaskCache, analysis_key, rows_per_episode
-
     require_score(cfg, "loop_episodic_switch")
     tasks = {t.task_id: t for t in select_tasks(cfg)}
     cache = TaskCache(cache_dir, "loop_switch", analysis_key(

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from workbench.eval.runner import RunConfig
 from workbench.methods.proactive.variants import list_variants
 
 __all__ = ["SILENT_UNTIL_SPOKEN", "proactive_configs", "VERBATIM", "verbatim_configs", "silent_pairs"]
@@ -22,8 +23,6 @@ def proactive_configs(model: str, split: str, tasks: str, max_steps: int, root: 
                       variants: Sequence[str] | None = None, baselines: Sequence[str] = ("none",), interval: int = 1,
                       triggers: Sequence[str] = (), dtype: str = "float32", backend: str | None = None) -> list:
     """One run per baseline (``none``: the action agent alone) and per variant (default: all five)."""
-    from workbench.eval.runner import RunConfig
-
     out = Path(root) / model
     common = dict(split=split, tasks=tasks, model=model, max_steps=max_steps, dtype=dtype, teacher_forcing=False)
     cfgs = [RunConfig(out=str(out / b), memory=b, **common) for b in baselines]

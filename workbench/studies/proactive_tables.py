@@ -4,6 +4,17 @@ from __future__ import annotations
 
 from statistics import mean
 
+from workbench.agents.counterfactual import follows, is_warning
+from workbench.agents.counterfactual import named_commands as named
+from workbench.envs.alfworld_text import normalize
+from workbench.eval.behaviour import (
+    common_failure_rates,
+    failures,
+    own_failure_rates,
+    recurrence_rates,
+)
+from workbench.eval.compare import paired_outcomes
+
 __all__ = ["written_action_table", "intervention_table", "named_commands", "reminder_kind", "reminder_kinds", "spoken_tasks"]
 
 
@@ -15,14 +26,6 @@ def written_action_table(runs: dict):
     command again with the reminder and how often it would have without it (the same prompt written again
     without the reminder line). ``runs``: condition -> :func:`~workbench.eval.runner.load_run`."""
     import pandas as pd
-
-    from workbench.envs.alfworld_text import normalize
-    from workbench.eval.behaviour import (
-        common_failure_rates,
-        failures,
-        own_failure_rates,
-        recurrence_rates,
-    )
 
     trajs = {n: r[0] for n, r in runs.items()}
     common = common_failure_rates(trajs)
@@ -74,8 +77,6 @@ def intervention_table(metrics: dict[str, dict]):
 def named_commands(effect: dict, reminder: str) -> list[str]:
     """The admissible commands a reminder names (:func:`workbench.agents.counterfactual.named_commands` over the
     re-score's ``mentions``: a one-word command such as look counts only when quoted)."""
-    from workbench.agents.counterfactual import named_commands as named
-
     return named(reminder, effect.get("mentions") or [])
 
 
@@ -83,8 +84,6 @@ def reminder_kind(effect: dict, reminder: str) -> str:
     """What a reminder asks: ``warning`` (stop / avoid / already / failed / do not ...: the rule ``followed`` uses,
     :mod:`workbench.agents.counterfactual`), ``directive`` (names an admissible command, :func:`named_commands`,
     without warning against it), ``fact`` (names none: a location, the task, a status)."""
-    from workbench.agents.counterfactual import is_warning
-
     return "warning" if is_warning(reminder) else "directive" if named_commands(effect, reminder) else "fact"
 
 
@@ -96,8 +95,6 @@ def reminder_kinds(runs: dict):
     when it is one of them), and the success of the episodes such reminders were shown in. ``runs``: condition ->
     :func:`~workbench.eval.runner.load_run`. A DataFrame indexed ``(condition, kind)``."""
     import pandas as pd
-
-    from workbench.agents.counterfactual import follows
 
     rows = {}
     for name, (trajs, _, _) in runs.items():
@@ -131,8 +128,6 @@ def spoken_tasks(runs: dict, reference: str = "none"):
     paired comparison with ``reference`` (exact McNemar): the only tasks where the condition can differ from it.
     A DataFrame indexed by condition."""
     import pandas as pd
-
-    from workbench.eval.compare import paired_outcomes
 
     ref = {t.task_id: t.success for t in runs[reference][0]}
     rows = {}

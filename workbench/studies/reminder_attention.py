@@ -5,6 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 from statistics import mean
 
+from workbench.agents.counterfactual import choice_shift
+from workbench.agents.loop import Agent
+from workbench.attention.instrument import CaptureInstrument
+from workbench.attention.items import item_utilization, span_utilization
+from workbench.envs.alfworld import ALFWorldEnv
+from workbench.eval.runner import RunConfig, policy_for, select_tasks
+from workbench.eval.task_cache import TaskCache, analysis_key
+from workbench.memory.trajectory import Trajectory
+from workbench.models.scoring import ActionScorer
+
 __all__ = ["PLACEBO_TEXT", "placebo_prompt", "reminder_attention"]
 
 
@@ -45,11 +55,6 @@ def placebo_prompt(prompt, tokenizer, text: str = PLACEBO_TEXT):
 def _placebo_row(agent, heads, prompt, admissible: list[str]) -> dict | None:
     """The reminder step re-scored twice at the same state: as played, and with the placebo in the reminder's
     place (heads captured); the placebo span's u_token and how the two distributions differ."""
-    from workbench.agents.counterfactual import choice_shift
-    from workbench.attention.instrument import CaptureInstrument
-    from workbench.attention.items import span_utilization
-    from workbench.models.scoring import ActionScorer
-
     fake = placebo_prompt(prompt, agent.builder.tokenizer)
     if fake is None:
         return None
@@ -82,14 +87,6 @@ def reminder_attention(lm, heads, split: str, tasks: str, variant: str = "proact
         per reminder step, with the task id). Each task's rows and episode are kept in ``cache_dir`` as it finishes
         (:class:`~workbench.eval.task_cache.TaskCache`: a render resumes; None keeps nothing).
     """
-    from workbench.agents.loop import Agent
-    from workbench.attention.instrument import CaptureInstrument
-    from workbench.attention.items import item_utilization
-    from workbench.envs.alfworld import ALFWorldEnv
-    from workbench.eval.runner import RunConfig, policy_for, select_tasks
-    from workbench.eval.task_cache import TaskCache, analysis_key
-    from workbench.memory.trajectory import Trajectory
-
     cfg = RunConfig(out="-", split=split, tasks=tasks, memory=variant)
     cache = TaskCache(cache_dir, f"reminder_attention-{variant}", analysis_key(
         lm, heads=[list(h) for h in heads], split=split, variant=variant, max_steps=max_steps, placebo=placebo))

@@ -6,6 +6,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from statistics import mean
 
+from workbench.agents.loop import Agent
+from workbench.agents.policy import replay_at
+from workbench.envs.alfworld_text import normalize
+from workbench.eval.behaviour import failures
+from workbench.eval.runner import policy_for, select_tasks
+from workbench.eval.task_cache import TaskCache, analysis_key, rows_per_episode
+from workbench.models.generation import PrefixGenerator
 from workbench.studies.reminder_attention import PLACEBO_TEXT, placebo_prompt
 
 __all__ = ["REMINDER_ABLATIONS", "reminder_quote_ablation", "summarize_reminder_quote"]
@@ -18,8 +25,6 @@ REMINDER_ABLATIONS = ("as played", "unquoted", "placebo", "without")
 def _reminder_cache(cache_dir, name: str, lm, cfg, **params):
     """The per-episode cache of a reminder ablation of run ``cfg``: keyed on the model and everything of the run
     that decides its reminders, plus ``params``."""
-    from workbench.eval.task_cache import TaskCache, analysis_key
-
     return TaskCache(cache_dir, name, analysis_key(
         lm, memory=cfg.memory, decode=cfg.decode, split=cfg.split, interval=cfg.interval,
         triggers=list(cfg.triggers), backend=cfg.backend, placebo=PLACEBO_TEXT, **params))
@@ -50,13 +55,6 @@ def reminder_quote_ablation(lm, cfg, trajs: Sequence, cache_dir: str | Path | No
     import re
     from dataclasses import replace
 
-    from workbench.agents.loop import Agent
-    from workbench.agents.policy import replay_at
-    from workbench.envs.alfworld_text import normalize
-    from workbench.eval.behaviour import failures
-    from workbench.eval.runner import policy_for, select_tasks
-    from workbench.eval.task_cache import rows_per_episode
-    from workbench.models.generation import PrefixGenerator
     from workbench.studies.failure_ablation import UNQUOTED
 
     if cfg.decode != "generate-verbatim":
@@ -107,8 +105,6 @@ def summarize_reminder_quote(rows: Sequence[dict]):
     those with a reminder to replace), the share where the agent writes the failed command again, and the share
     where it writes another command than as played. A DataFrame indexed by variant."""
     import pandas as pd
-
-    from workbench.envs.alfworld_text import normalize
 
     out = {}
     for name in REMINDER_ABLATIONS:

@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from workbench.agents.loop import Agent
+from workbench.agents.policy import build_policy
 from workbench.attention.heads import HeadScores, score_heads
 from workbench.attention.supervision import (
     SupervisionRecord,
@@ -25,7 +27,16 @@ from workbench.attention.supervision import (
     save_supervision,
     supervision_pairs,
 )
+from workbench.envs.memory_base import expert_trajectories_for
+from workbench.eval.runner import (
+    RunConfig,
+    load_run,
+    run,
+    select_tasks,
+    teacher_forced_for,
+)
 from workbench.memory.trajectory import atomic_write_text
+from workbench.models import load_model
 from workbench.studies.supervision import (
     build_step_level,
     build_task_level,
@@ -38,8 +49,6 @@ __all__ = ["try_load_model", "split_experts", "teacher_forced_steps", "build_sup
 
 def try_load_model(name: str, dtype: str = "float32") -> Any | None:
     """``load_model(name, dtype=dtype)``, or None with a warning when its weights are not available here."""
-    from workbench.models import load_model
-
     try:
         return load_model(name, dtype=dtype)
     except (FileNotFoundError, OSError, ValueError) as err:
@@ -49,9 +58,6 @@ def try_load_model(name: str, dtype: str = "float32") -> Any | None:
 
 def split_experts(split: str, tasks: str) -> tuple[list, dict, list]:
     """``(tasks, task_id -> Task, expert trajectories)`` of a slice (``"0:20"``) of a split's sorted tasks."""
-    from workbench.envs.memory_base import expert_trajectories_for
-    from workbench.eval.runner import RunConfig, select_tasks
-
     if not tasks:
         return [], {}, []
     task_list = select_tasks(RunConfig(out="", split=split, tasks=tasks))
@@ -63,8 +69,6 @@ def split_experts(split: str, tasks: str) -> tuple[list, dict, list]:
 def teacher_forced_steps(lm: Any, memory: str, split: str, tasks: str, folder: str | Path,
                          progress: bool = True) -> list[dict]:
     """Per-step teacher-forced records of ``memory`` (cached in ``folder/teacher_forced.json``)."""
-    from workbench.eval.runner import teacher_forced_for
-
     path = Path(folder) / "teacher_forced.json"
     teacher_forced_for(lm, memory, split, tasks, folder, progress=progress)
     data = json.loads(path.read_text())
@@ -121,9 +125,6 @@ def build_supervision(
         max_pairs: keep at most this many records (task-level first, then step-level ones taking one step per
             task in turn).
     """
-    from workbench.agents.loop import Agent
-    from workbench.eval.runner import RunConfig, build_policy, load_run, run
-
     runs_dir = Path(runs_dir)
     path = runs_dir / "supervision.jsonl"
     key = {"model": lm.name, "dtype": lm.dtype, "split": split, "tasks": tasks, "max_pairs": max_pairs,

@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 from tqdm.auto import tqdm
 
+from workbench.agents.teacher_forcing import teacher_forced_accuracy
 from workbench.attention.head_set import Head, HeadSet
 from workbench.attention.segment_masking import DropSegments, segments_to_mask
 from workbench.memory.trajectory import atomic_write_text
@@ -119,8 +120,6 @@ class SegmentMaskingResult:
 
 def _tf_counts(agent: Any, expert: Any, task: Any, policy: Any, instruments: Sequence) -> tuple[int, int, float]:
     """(correct steps, scored steps, sum of p(expert action)) of one teacher-forced walk."""
-    from workbench.agents.teacher_forcing import teacher_forced_accuracy
-
     res = teacher_forced_accuracy(agent, [expert], {expert.task_id: task}, policy, instruments=list(instruments),
                                   progress=False)
     return res.n_correct, res.n_steps, res.mean_p_expert * res.n_steps

@@ -6,15 +6,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from workbench.agents.loop import Agent
+from workbench.agents.policy import build_policy
 from workbench.attention.head_set import Head, HeadSet
+from workbench.envs.alfworld import ALFWorldEnv
 from workbench.methods.agmr.recording import (
     UtilizationEpisode,
     load_utilization,
     save_utilization,
 )
-from workbench.studies.segment_masking import SegmentMaskingResult, run_segment_masking
-
 from workbench.studies.retrieval_heads import _cached, _mark, split_experts
+from workbench.studies.segment_masking import SegmentMaskingResult, run_segment_masking
 
 __all__ = ["segment_masking"]
 
@@ -32,10 +34,6 @@ def segment_masking(
     progress: bool = True,
 ) -> tuple[SegmentMaskingResult, list[UtilizationEpisode]]:
     """Figure 3's test on ``split``; C of every task is kept in ``runs_dir/utilization.jsonl``."""
-    from workbench.agents.loop import Agent
-    from workbench.envs.alfworld import ALFWorldEnv
-    from workbench.eval.runner import build_policy
-
     runs_dir = Path(runs_dir)
     path, util = runs_dir / "segment_masking.json", runs_dir / "utilization.jsonl"
     heads = HeadSet.of(heads)

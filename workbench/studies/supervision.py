@@ -15,6 +15,7 @@ from workbench.attention.supervision import (
     template_segment,
 )
 from workbench.envs.base import Task
+from workbench.llm import RetrievalAnalyzerInput, get_backend, run_stage
 from workbench.memory.trajectory import Trajectory
 from workbench.prompts.layout import BuiltPrompt, PromptBuilder
 
@@ -88,8 +89,6 @@ def _key_spans(prompt: BuiltPrompt, segment: int) -> list[tuple[int, int]]:
 
 def _llm_segment(backend: Any, entry, failed: Trajectory, succeeded: Trajectory) -> tuple[int, int, str]:
     """``(key_step, key_segment, key_action)`` from the ``retrieval_analyzer`` stage, validated."""
-    from workbench.llm import RetrievalAnalyzerInput, run_stage
-
     analysis = run_stage(backend, "retrieval_analyzer",
                          RetrievalAnalyzerInput(memory=entry, failed=failed, succeeded=succeeded)).value
     if analysis.key_segment >= len(entry.segments):
@@ -197,8 +196,6 @@ def build_task_level(
         pairs: ``(failed without memory, succeeded with memory)`` from :func:`task_transitions`.
         policy: the memory policy of the successful run (replayed to rebuild its prompt at the key step).
     """
-    from workbench.llm import get_backend
-
     name = _analyzer_name(analyzer)
     backend = get_backend("offline-alfworld") if name == "template" else analyzer
     out: list[SupervisionRecord] = []

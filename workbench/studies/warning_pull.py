@@ -6,6 +6,20 @@ from collections.abc import Sequence
 from pathlib import Path
 from statistics import mean
 
+from workbench.agents.counterfactual import argmax, is_warning, mentioned_commands
+from workbench.agents.counterfactual import named_commands as named
+from workbench.agents.loop import Agent
+from workbench.agents.policy import replay_at
+from workbench.envs.alfworld_text import normalize
+from workbench.eval.compare import mcnemar_exact
+from workbench.eval.runner import policy_for, select_tasks
+from workbench.eval.task_cache import (
+    admissible_along,
+    replay_game,
+    require_score,
+    rows_per_episode,
+)
+from workbench.models.scoring import ActionScorer
 from workbench.studies.reminder_attention import placebo_prompt
 from workbench.studies.reminder_quote import _reminder_cache
 
@@ -26,9 +40,6 @@ _MEMORY_FACTS = r"\s*Memory: .*$"
 
 def _warned(reminder: str, cands: Sequence[str]) -> list[str]:
     """The admissible commands ``reminder`` warns against (none unless it is a warning)."""
-    from workbench.agents.counterfactual import is_warning, mentioned_commands
-    from workbench.agents.counterfactual import named_commands as named
-
     return named(reminder, mentioned_commands(reminder, cands)) if is_warning(reminder) else []
 
 
@@ -57,19 +68,6 @@ def warning_pull_ablation(lm, cfg, trajs: Sequence, cache_dir: str | Path | None
     """
     import re
     from dataclasses import replace
-
-    from workbench.agents.counterfactual import argmax
-    from workbench.agents.loop import Agent
-    from workbench.agents.policy import replay_at
-    from workbench.envs.alfworld_text import normalize
-    from workbench.eval.runner import policy_for, select_tasks
-    from workbench.eval.task_cache import (
-        admissible_along,
-        replay_game,
-        require_score,
-        rows_per_episode,
-    )
-    from workbench.models.scoring import ActionScorer
 
     require_score(cfg, "warning_pull_ablation")
     tasks = {t.task_id: t for t in select_tasks(cfg)}
@@ -130,8 +128,6 @@ def summarize_warning_pull(rows: Sequence[dict]):
     chooses a warned command, without the line it would not), ``pushed`` (the reverse) and the exact McNemar p of
     the two. A DataFrame indexed by variant; ``attrs["replayed_same"]`` counts the reproduced states."""
     import pandas as pd
-
-    from workbench.eval.compare import mcnemar_exact
 
     rows = [r for r in rows if r.get("as played") is not None]
     out = {}

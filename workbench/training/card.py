@@ -5,6 +5,9 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from workbench.models.adapters import adapter_path
+from workbench.models.registry import get_model_spec, list_models
+
 __all__ = ["adapter_summary", "write_model_card", "CARD_FILE"]
 
 CARD_FILE = "MODEL_CARD.md"
@@ -62,9 +65,6 @@ def _memory_line(data: dict) -> str:
 def _identity(folder: str | Path, record: dict) -> tuple[str, str]:
     """The card's title (the registered model name whose adapter this folder is, else the output path) and its
     regenerate line (the registered recipe, else the training command)."""
-    from workbench.models.adapters import adapter_path
-    from workbench.models.registry import get_model_spec, list_models
-
     here = Path(folder).resolve()
     command = (f"`python -m workbench.training.train --out {record.get('out', Path(folder).as_posix())} ...`; "
                "the exact arguments are in `training_log.json`")

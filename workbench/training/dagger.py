@@ -24,9 +24,13 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
+from workbench.envs.alfworld import load_alfworld_tasks
+from workbench.envs.memory_base import expert_trajectories_for
 from workbench.envs.oracle import label_trajectory_states
+from workbench.eval.compare import paired_outcomes
+from workbench.eval.metrics import action_patterns
+from workbench.eval.sweep import load_grid, run_sweep
 from workbench.memory.trajectory import Trajectory, atomic_write_text, iter_jsonl_dicts
-
 from workbench.training.data import admissible_at
 from workbench.training.layouts import BUDGETS, LAYOUTS, Layout
 
@@ -151,9 +155,6 @@ def run_rollouts(root: str | Path, iteration: int, model: str, workers: int | No
                  ray_address: str | None = None, n_games: int | None = None, max_steps: int = 50,
                  per_layout: str | None = None, dtype: str = "float32", decode: str = "score") -> dict:
     """Step 1 of an iteration: write its grid and play it (resumable: run it again after a kill)."""
-    from workbench.envs.alfworld import load_alfworld_tasks
-    from workbench.eval.sweep import load_grid, run_sweep
-
     it = iteration_dir(root, iteration)
     n = n_games or len(load_alfworld_tasks("valid_train"))
     grid = load_grid(rollout_grid(it / "grid.yaml", str(it / "runs"), model, iteration, n, max_steps=max_steps,
@@ -164,8 +165,6 @@ def run_rollouts(root: str | Path, iteration: int, model: str, workers: int | No
 
 def label_iteration(root: str | Path, iteration: int) -> dict:
     """Step 2: label every finished rollout of the iteration into ``labelled.jsonl`` (+ ``label_report.json``)."""
-    from workbench.envs.memory_base import expert_trajectories_for
-
     it = iteration_dir(root, iteration)
     plans = {e.task_id: e.actions() for e in expert_trajectories_for("valid_train") if e.source == "planner"}
     runs = _rollout_runs(it)
@@ -202,9 +201,6 @@ def compare_iterations(root: str | Path, a: int, b: int) -> dict:
     :func:`workbench.eval.metrics.action_patterns` of each side over the paired episodes (does the newer policy
     still loop where it fails?). The two iterations' policies may differ in dtype: each grid records its own.
     """
-    from workbench.eval.compare import paired_outcomes
-    from workbench.eval.metrics import action_patterns
-
     ea, eb = (_episodes(iteration_dir(root, i)) for i in (a, b))
     common = sorted(set(ea) & set(eb))
     if not common:

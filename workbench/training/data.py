@@ -29,6 +29,8 @@ from typing import Any, Sequence
 
 import torch
 
+from workbench.agents.loop import build_prompt
+from workbench.agents.policy import MemoryBlock, replay
 from workbench.memory.render import render_pieces
 from workbench.memory.trajectory import MemoryEntry, Trajectory, read_jsonl
 from workbench.prompts.layout import PromptBuilder
@@ -199,8 +201,6 @@ class _FixedMemory:
     name = "fixed"
 
     def __init__(self, pieces: tuple) -> None:
-        from workbench.agents.policy import MemoryBlock
-
         self._block = MemoryBlock(pieces=pieces)
 
     def begin(self, task, goal: str, room: str) -> None:
@@ -233,8 +233,6 @@ def build_policy_examples(
     Steps whose prompts extend the previous step's prefix (ReAct-style layouts) share one packed example; a
     working-memory layout or a reminder starts a new one at each step.
     """
-    from workbench.agents.loop import build_prompt
-    from workbench.agents.policy import replay
     from workbench.training.layouts import task_of
 
     tok = builder.tokenizer

@@ -20,9 +20,9 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from workbench.agents.policy import build_policy
 from workbench.envs.base import Task
 from workbench.memory.trajectory import Trajectory
-
 from workbench.training.data import _stable_seed
 
 __all__ = ["Layout", "LAYOUTS", "BUDGETS", "LayoutSampler", "layout_policy", "layout_counts", "task_of"]
@@ -81,8 +81,6 @@ class LayoutSampler:
 
 def layout_policy(layout: Layout):
     """A fresh memory policy for ``layout`` (the same construction as ``workbench run``)."""
-    from workbench.eval.runner import build_policy
-
     return build_policy(layout.memory, budget=layout.budget, ablation=layout.ablation)
 
 

@@ -21,8 +21,22 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch
 
+from workbench.envs.memory_base import default_memory_base, expert_trajectories_for
+from workbench.eval.runner import RunConfig, select_tasks
+from workbench.memory.retrieval import get_retriever
+from workbench.memory.trajectory import Trajectory, read_jsonl
+from workbench.models.adapters import adapter_dir, adapter_folder
+from workbench.models.loading import _dequantized_dir
+from workbench.models.registry import get_model_spec, list_models
+from workbench.prompts.layout import PromptBuilder
 from workbench.training.data import (
-    HANDCODED_FILE, MemorySampler, PackedExample, _stable_seed, build_examples, epoch_order, handcoded_report,
+    HANDCODED_FILE,
+    MemorySampler,
+    PackedExample,
+    _stable_seed,
+    build_examples,
+    epoch_order,
+    handcoded_report,
     training_trajectories,
 )
 from workbench.training.trainer import TrainConfig, Trainer, add_lora, init_lora
@@ -65,9 +79,6 @@ def load_base(name: str = "smollm2-135m-instruct", attn: str = "sdpa") -> tuple[
     workbench loads the merged model with eager attention so every hook fires.
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from workbench.models.loading import _dequantized_dir
-    from workbench.models.registry import get_model_spec
 
     spec = get_model_spec(name)
     if spec is None or spec.gguf is None:
@@ -146,9 +157,6 @@ def planned_layouts(trajs: list, sampler: Any, slots: int, seed: int) -> dict:
 
 def validation_sets(builder: Any, retriever: Any, dcfg: DataConfig) -> dict[str, list[PackedExample]]:
     """valid_seen expert trajectories, with the ``traj`` policy's memory (top-1 retrieved) and without."""
-    from workbench.envs.memory_base import expert_trajectories_for
-    from workbench.eval.runner import RunConfig, select_tasks
-
     ids = {t.task_id for t in select_tasks(RunConfig(out="", split="valid_seen", tasks=dcfg.val_tasks))}
     trajs = [t for t in expert_trajectories_for("valid_seen") if t.task_id in ids and t.success and t.steps]
     out: dict[str, list[PackedExample]] = {"traj": [], "none": []}
@@ -221,10 +229,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def _train(a: argparse.Namespace) -> int:
     from workbench.training.card import adapter_summary
-    from workbench.envs.memory_base import default_memory_base, expert_trajectories_for
-    from workbench.memory.retrieval import get_retriever
-    from workbench.prompts.layout import PromptBuilder
-
     t_start = time.perf_counter()
     cfg = TrainConfig(seed=a.seed, updates=a.updates, accum=a.accum, lr=a.lr, warmup=a.warmup, lora_r=a.r,
                       lora_alpha=a.alpha, negatives=a.negatives, cand_weight=a.cand_weight,
@@ -311,9 +315,6 @@ def _train(a: argparse.Namespace) -> int:
 
 def init_adapter_folder(name_or_folder: str) -> Path:
     """The adapter folder behind ``--init-adapter``: a registered model's adapter, or a folder holding one."""
-    from workbench.models.adapters import adapter_dir, adapter_folder
-    from workbench.models.registry import get_model_spec, list_models
-
     spec = get_model_spec(name_or_folder)
     if spec is not None and spec.adapter is not None:
         return adapter_dir(spec)  # a registered adapter not trained yet: its error says how to train it
@@ -371,8 +372,6 @@ def prompt_fingerprint(traj: Any, builder: Any, layouts: str, dcfg: "DataConfig"
 
 def _on_policy(paths) -> list:
     """Labelled on-policy trajectories (valid_train only, every one with its per-step labels)."""
-    from workbench.memory.trajectory import Trajectory, read_jsonl
-
     out = []
     for p in paths:
         for t in read_jsonl(p, Trajectory):
@@ -422,9 +421,6 @@ def _validate_only(a: argparse.Namespace) -> int:
     """
     from peft import PeftModel
 
-    from workbench.envs.memory_base import default_memory_base
-    from workbench.memory.retrieval import get_retriever
-    from workbench.prompts.layout import PromptBuilder
     from workbench.training.trainer import evaluate
 
     t0 = time.perf_counter()

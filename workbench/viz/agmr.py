@@ -14,6 +14,11 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
+from workbench.envs.memory_base import default_memory_base
+from workbench.memory.base import MemoryBase
+from workbench.methods.agmr import load_executions, load_log
+from workbench.methods.agmr.evaluate import recorded_verifier
+
 __all__ = ["scenario_distribution_figure", "scenario_success_figure", "refinement_case_figure",
            "refinement_explorer", "SCENARIO_LABELS"]
 
@@ -134,10 +139,6 @@ def refinement_explorer(root: str | Path, verify: Callable | None = None, copy: 
     import ipywidgets as w
     from IPython.display import display
 
-    from workbench.envs.memory_base import default_memory_base
-    from workbench.memory.base import MemoryBase
-    from workbench.methods.agmr import load_executions, load_log
-    from workbench.methods.agmr.evaluate import recorded_verifier
     from workbench.viz.utilization import episode_utilization_figure, figure_image
 
     root = Path(root)

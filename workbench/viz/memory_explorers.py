@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
+from workbench.agents.counterfactual import follows
 from workbench.memory.trajectory import Trajectory
 
 __all__ = ["arbiter_items", "arbiter_step_view", "arbiter_block_text", "arbiter_explorer", "proactive_step_view",
@@ -129,8 +130,6 @@ def proactive_step_view(traj: Trajectory, step: int) -> dict:
 
 def _judged(rec: dict, action: str) -> dict | None:
     """A step's reminder re-score, ``followed`` judged by the current rule (``agents.counterfactual.follows``)."""
-    from workbench.agents.counterfactual import follows
-
     eff = rec.get("reminder_effect")
     return None if eff is None else {**eff, "followed": follows(rec.get("reminder") or "", action,
                                                                 eff.get("mentions") or [])}

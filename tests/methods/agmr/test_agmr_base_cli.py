@@ -96,7 +96,7 @@ def test_a_resumed_evaluation_refuses_a_base_that_changed_since_it_began(tmp_pat
 
 
 def test_the_policy_reads_the_refined_base(refined):
-    from workbench.eval.runner import build_policy
+    from workbench.agents.policy import build_policy
 
     policy = build_policy("traj", "bm25", memory_base=str(refined))
     policy.begin(TASK, "put a apple in fridge.", "room")

@@ -51,7 +51,8 @@ def test_an_agent_that_writes_its_action_writes_it_again_without_the_reminder(ti
     from workbench.envs.alfworld import ALFWorldEnv
     from workbench.envs.alfworld_text import normalize
     from workbench.eval.interventions import intervention_metrics
-    from workbench.eval.runner import RunConfig, build_policy, select_tasks
+    from workbench.eval.runner import RunConfig, select_tasks
+    from workbench.agents.policy import build_policy
 
     calls = []
     real = loop.PrefixGenerator.generate

@@ -15,9 +15,18 @@ from __future__ import annotations
 
 import re
 
+from workbench.envs.alfworld_text import (
+    GoalSpec,
+    entity_type,
+    is_failure,
+    pairs_from_steps,
+    parse_action,
+    parse_goal,
+    sightings,
+    track,
+)
 from workbench.llm.inputs import StateParserInput, WriterInput
 from workbench.llm.schemas import CandidateItem, CandidateWrites, ParsedState
-from workbench.envs.alfworld_text import GoalSpec, entity_type, is_failure, pairs_from_steps, parse_action, parse_goal, sightings, track
 
 __all__ = ["parse_state", "write_candidates", "subgoals"]
 

@@ -19,10 +19,9 @@ from __future__ import annotations
 from collections import Counter
 
 from workbench.envs.alfworld_text import entity_type, parse_action, parse_goal
-
 from workbench.llm.inputs import WorkflowInput
-from workbench.llm.schemas import Workflow
 from workbench.llm.offline.reflector import redundant_steps
+from workbench.llm.schemas import Workflow
 
 __all__ = ["induce_workflow", "abstract_actions"]
 

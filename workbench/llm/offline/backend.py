@@ -15,15 +15,36 @@ from typing import Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from workbench.llm.errors import LLMConfigError
-from workbench.llm.inputs import CurateInput, DirectFailureEditInput, DirectSuccessEditInput, FailureRefinerInput, ProactiveInput, ReflectorInput, RetrievalAnalyzerInput, StateParserInput, SuccessRefinerInput, WorkflowInput, WriterInput
-from workbench.llm.protocol import ChatResult, Message, ToolSpec
-from workbench.llm.tools import format_text_tool_call
+from workbench.llm.inputs import (
+    CurateInput,
+    DirectFailureEditInput,
+    DirectSuccessEditInput,
+    FailureRefinerInput,
+    ProactiveInput,
+    ReflectorInput,
+    RetrievalAnalyzerInput,
+    StateParserInput,
+    SuccessRefinerInput,
+    WorkflowInput,
+    WriterInput,
+)
 from workbench.llm.offline.arbiter import parse_state, write_candidates
-from workbench.llm.offline.proactive import intervene, manage_bank
 from workbench.llm.offline.awm import induce_workflow
 from workbench.llm.offline.dc import curate
-from workbench.llm.offline.refiner import direct_edit_failure, direct_edit_success, refine_failure, refine_success
-from workbench.llm.offline.reflector import analyze_retrieval, reflect_failure, reflect_success
+from workbench.llm.offline.proactive import intervene, manage_bank
+from workbench.llm.offline.refiner import (
+    direct_edit_failure,
+    direct_edit_success,
+    refine_failure,
+    refine_success,
+)
+from workbench.llm.offline.reflector import (
+    analyze_retrieval,
+    reflect_failure,
+    reflect_success,
+)
+from workbench.llm.protocol import ChatResult, Message, ToolSpec
+from workbench.llm.tools import format_text_tool_call
 
 __all__ = ["OfflineALFWorldBackend", "OFFLINE_ALGORITHMS"]
 

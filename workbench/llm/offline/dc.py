@@ -29,11 +29,10 @@ from __future__ import annotations
 from collections import Counter
 
 from workbench.envs.alfworld_text import parse_action, parse_goal
-
 from workbench.llm.inputs import CurateInput
-from workbench.llm.schemas import MAX_CHEATSHEET, Cheatsheet, CheatsheetEntry
 from workbench.llm.offline.awm import abstract_actions
 from workbench.llm.offline.reflector import redundant_steps
+from workbench.llm.schemas import MAX_CHEATSHEET, Cheatsheet, CheatsheetEntry
 
 __all__ = ["curate", "supported_insights"]
 

@@ -20,11 +20,6 @@ from __future__ import annotations
 
 import re
 
-from workbench.memory.trajectory import Step
-
-from workbench.llm.inputs import BankView, ProactiveInput, StateParserInput
-from workbench.llm.protocol import ToolCall
-from workbench.llm.schemas import Intervention
 from workbench.envs.alfworld_text import (
     INTERACTION,
     entity_type,
@@ -35,7 +30,11 @@ from workbench.envs.alfworld_text import (
     parse_goal,
     sightings,
 )
+from workbench.llm.inputs import BankView, ProactiveInput, StateParserInput
 from workbench.llm.offline.arbiter import _PAST, parse_state
+from workbench.llm.protocol import ToolCall
+from workbench.llm.schemas import Intervention
+from workbench.memory.trajectory import Step
 
 __all__ = ["manage_bank", "intervene", "entry_id", "task_requirements"]
 

@@ -29,13 +29,21 @@ from collections.abc import Sequence
 
 import torch
 
-from workbench.attention.diagnosis import DiagnosisConfig, diagnose_column, weakly_used_segments
-from workbench.memory.trajectory import Segment
-
-from workbench.llm.edits import parse_segment_text, segment_text
-from workbench.llm.inputs import DirectFailureEditInput, DirectSuccessEditInput, FailureRefinerInput, SuccessRefinerInput
-from workbench.llm.schemas import DirectEdit, FailureReflection, Refinement, SegmentEdit
+from workbench.attention.diagnosis import (
+    DiagnosisConfig,
+    diagnose_column,
+    weakly_used_segments,
+)
 from workbench.envs.alfworld_text import parse_action
+from workbench.llm.edits import parse_segment_text, segment_text
+from workbench.llm.inputs import (
+    DirectFailureEditInput,
+    DirectSuccessEditInput,
+    FailureRefinerInput,
+    SuccessRefinerInput,
+)
+from workbench.llm.schemas import DirectEdit, FailureReflection, Refinement, SegmentEdit
+from workbench.memory.trajectory import Segment
 
 __all__ = ["diagnose", "refine_failure", "weakly_utilized", "refine_success", "direct_edit_failure",
            "direct_edit_success", "correction_edit", "deletion_edits", "ATTENDED", "COMPARABLE"]

@@ -30,12 +30,23 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 
-from workbench.memory.trajectory import Segment, Trajectory
-
+from workbench.envs.alfworld_text import (
+    INTERACTION,
+    is_failure,
+    normalize,
+    parse_action,
+    parse_goal,
+)
+from workbench.envs.oracle import label_state, milestones, progress, replay_state
 from workbench.llm.edits import segment_text
 from workbench.llm.inputs import ReflectorInput, RetrievalAnalyzerInput
-from workbench.llm.schemas import FailureReflection, RedundantSegment, RetrievalAnalysis, SuccessReflection
-from workbench.envs.alfworld_text import INTERACTION, is_failure, normalize, parse_action, parse_goal
+from workbench.llm.schemas import (
+    FailureReflection,
+    RedundantSegment,
+    RetrievalAnalysis,
+    SuccessReflection,
+)
+from workbench.memory.trajectory import Segment, Trajectory
 
 __all__ = ["reflect_failure", "reflect_success", "analyze_retrieval", "supporting_segment", "plan_progress",
            "abstract", "redundant_steps"]
@@ -107,8 +118,6 @@ def _memory_rename(inp: ReflectorInput) -> dict[str, str]:
 
 def _milestone_error(inp: ReflectorInput) -> FailureReflection | None:
     """The oracle-based rule of the module docstring; None when the run lacks what it needs."""
-    from workbench.envs.oracle import label_state, milestones, progress, replay_state
-
     t, plan = inp.trajectory, tuple(inp.expert_plan)
     steps = t.meta.get("steps") or []
     if not plan or not t.steps or len(steps) < t.n_steps or any("admissible" not in s for s in steps[:t.n_steps]):

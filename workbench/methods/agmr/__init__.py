@@ -6,7 +6,10 @@ its provenance; ``workbench refine`` / ``workbench memory log|diff|rollback``); 
 retrieval and synthesis) are Table 1's memory baselines, registered as memory policies of those names.
 """
 
-from workbench.agents.policy import register_policy
+from workbench.agents.policy import MemoryBaseOptions, register_policy
+from workbench.envs.memory_base import default_memory_base
+from workbench.llm.options import BackendOptions, backend_of
+from workbench.memory.base import MemoryBase
 from workbench.methods.agmr.awm import WorkflowMemory, instantiate
 from workbench.methods.agmr.dc import DynamicCheatsheet
 from workbench.methods.agmr.evaluate import (
@@ -38,21 +41,22 @@ from workbench.methods.agmr.refine import (
 __all__ = ["WorkflowMemory", "instantiate", "DynamicCheatsheet", "execute", "RefineConfig", "RefinementError", "Refiner", "Execution", "Attempt", "TaskRecord", "refine", "refine_stats", "load_log", "load_executions", "REFINE_DIR", "VARIANTS", "OUTCOMES", "SCENARIOS", "model_verifier", "recorded_verifier", "refined_share", "refinement_cases", "scenario_groups", "success_by_scenario"]
 
 
-def _awm(backend, memory_base=None):
-    from workbench.envs.memory_base import default_memory_base
-    from workbench.memory.base import MemoryBase
-
-    return WorkflowMemory(MemoryBase(memory_base) if memory_base else default_memory_base(), backend)
+class BaselineOptions(BackendOptions, MemoryBaseOptions):
+    """Table 1's memory baselines (AWM, Dynamic Cheatsheet): the backend of their LLM stages and the memory base
+    they start from."""
 
 
-register_policy("awm", _awm, options=("backend", "memory_base"))
+def _base(memory_base: str | None) -> MemoryBase:
+    return MemoryBase(memory_base) if memory_base else default_memory_base()
 
 
-def _dc(backend, memory_base=None):
-    from workbench.envs.memory_base import default_memory_base
-    from workbench.memory.base import MemoryBase
-
-    return DynamicCheatsheet(MemoryBase(memory_base) if memory_base else default_memory_base(), backend)
+def _awm(backend: str, backend_args: tuple[str, ...], memory_base: str | None) -> WorkflowMemory:
+    return WorkflowMemory(_base(memory_base), backend_of(backend, backend_args))
 
 
-register_policy("dc-rs", _dc, options=("backend", "memory_base"))
+def _dc(backend: str, backend_args: tuple[str, ...], memory_base: str | None) -> DynamicCheatsheet:
+    return DynamicCheatsheet(_base(memory_base), backend_of(backend, backend_args))
+
+
+register_policy("awm", _awm, options=BaselineOptions, doc="Agent Workflow Memory (Table 1 baseline)")
+register_policy("dc-rs", _dc, options=BaselineOptions, doc="Dynamic Cheatsheet, retrieval and synthesis (Table 1)")

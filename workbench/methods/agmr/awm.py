@@ -15,6 +15,7 @@ from typing import Any
 from workbench.agents.policy import _StaticEntry
 from workbench.envs.alfworld_text import parse_goal
 from workbench.envs.base import Task
+from workbench.llm import WorkflowInput, run_stage
 from workbench.memory.trajectory import MemoryEntry, Segment
 
 __all__ = ["WorkflowMemory", "instantiate", "MAX_EXAMPLES"]
@@ -47,8 +48,6 @@ class WorkflowMemory(_StaticEntry):
     name = "awm"
 
     def __init__(self, base: Any, backend: Any, max_examples: int = MAX_EXAMPLES) -> None:
-        from workbench.llm import WorkflowInput, run_stage
-
         super().__init__()
         by_type: dict[str, list[MemoryEntry]] = {}
         for e in sorted(base.entries(), key=lambda e: e.entry_id):

@@ -23,7 +23,12 @@ from __future__ import annotations
 from typing import Any
 
 from workbench.agents.policy import _StaticEntry
+from workbench.envs.alfworld import load_alfworld_tasks
 from workbench.envs.base import Task
+from workbench.envs.memory_base import expert_trajectories_for
+from workbench.llm import Cheatsheet, CurateInput, run_stage
+from workbench.llm.errors import LLMError
+from workbench.memory.retrieval import get_retriever
 from workbench.memory.trajectory import MemoryEntry, Segment
 
 __all__ = ["DynamicCheatsheet", "K_RETRIEVED", "MAX_SHOWN"]
@@ -47,8 +52,6 @@ class DynamicCheatsheet(_StaticEntry):
 
     def __init__(self, base: Any, backend: Any, retriever: str = "minilm", k: int = K_RETRIEVED,
                  max_shown: int = MAX_SHOWN) -> None:
-        from workbench.memory.retrieval import get_retriever
-
         super().__init__()
         if k < 1 or max_shown < 1:
             raise ValueError(f"dc-rs: k ({k}) and max_shown ({max_shown}) must be at least 1")
@@ -62,9 +65,6 @@ class DynamicCheatsheet(_StaticEntry):
         """Cheatsheet i from cheatsheet i-1 and task i's retrieved trajectories, and what it came from. A curator
         reply that cannot be used (a typed LLM error after the stage's repair retry) leaves the previous
         cheatsheet in place, and the error is recorded."""
-        from workbench.llm import CurateInput, run_stage
-        from workbench.llm.errors import LLMError
-
         hits = self.retriever.retrieve(goal, task_id, task_type, k=self.k)
         origin: dict = {"retrieved": [e.entry_id for e, _ in hits]}
         try:
@@ -75,25 +75,18 @@ class DynamicCheatsheet(_StaticEntry):
         return sheet, origin
 
     def _stream(self, split: str) -> tuple[list, int, Any] | None:
-        from workbench.envs.memory_base import expert_trajectories_for
-        from workbench.eval.runner import RunConfig, select_tasks
-        from workbench.llm import Cheatsheet
-
         if split not in self._streams:
             try:
                 goals = {e.task_id: e.goal for e in expert_trajectories_for(split)}
             except (OSError, ValueError, KeyError):
                 return None
-            tasks = [(t, goals[t.task_id]) for t in select_tasks(RunConfig(out="-", split=split, tasks="all",
-                                                                            memory="none")) if t.task_id in goals]
+            tasks = [(t, goals[t.task_id]) for t in load_alfworld_tasks(split) if t.task_id in goals]
             self._streams[split] = (tasks, 0, Cheatsheet())
         return self._streams[split]
 
     def cheatsheet(self, task: Task, goal: str) -> tuple[Any, dict]:
         """The cheatsheet written for ``task`` and what it was curated from (the stream is curated up to it once
         per process, then kept)."""
-        from workbench.llm import Cheatsheet
-
         if task.task_id in self._sheets:
             return self._sheets[task.task_id]
         stream = self._stream(task.split)

@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from workbench.agents.loop import Agent
+from workbench.envs.alfworld import ALFWorldEnv, load_alfworld_tasks
 from workbench.memory.base import MemoryBase
 from workbench.memory.trajectory import MemoryEntry, Trajectory
 from workbench.methods.agmr.recording import UtilizationEpisode
@@ -148,9 +150,6 @@ def model_verifier(lm: Any, heads: Sequence[tuple[int, int]], split: str = "vali
     Returns:
         ``verify(task_id, candidate) -> Execution``.
     """
-    from workbench.agents.loop import Agent
-    from workbench.envs.alfworld import ALFWorldEnv, load_alfworld_tasks
-
     tasks = {t.task_id: t for t in load_alfworld_tasks(split)}
     state: dict = {}
 

@@ -24,6 +24,7 @@ from typing import Any, Literal
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
+from workbench.agents.teacher_forcing import teacher_forced_accuracy
 from workbench.attention.diagnosis import diagnose_failure
 from workbench.attention.head_set import Head, HeadSet
 from workbench.attention.instrument import CaptureInstrument
@@ -37,6 +38,8 @@ from workbench.attention.utilization import (
     UtilizationRecord,
     utilization_matrix,
 )
+from workbench.llm import ReflectorInput
+from workbench.llm.offline.reflector import reflect_failure
 from workbench.memory.trajectory import Trajectory, read_jsonl, write_jsonl
 
 __all__ = ["UtilizationEpisode", "utilization_episode", "teacher_forced_utilization", "save_utilization",
@@ -179,9 +182,6 @@ def utilization_episode(
     block = policy.memory(0, [])
     critical = ideal = correct = None
     if not traj.success and expert_plan and block.entry is not None and block.entry.segments:
-        from workbench.llm import ReflectorInput
-        from workbench.llm.offline.reflector import reflect_failure
-
         refl = reflect_failure(ReflectorInput(memory=block.entry, trajectory=traj, expert_plan=tuple(expert_plan)))
         critical, ideal, correct = refl.critical_step, refl.supporting_segment, refl.correct_action
     rec = _record(C, task_id=traj.task_id, mode="episode", model_name=agent.scorer.lm.name,
@@ -211,8 +211,6 @@ def teacher_forced_utilization(
         carrier_heads: as in :func:`utilization_episode`.
         instruments: more instruments active in the same forwards.
     """
-    from workbench.agents.teacher_forcing import teacher_forced_accuracy
-
     heads = HeadSet.of(heads)
     cap = CaptureInstrument(agent, _capture_heads(heads, carrier_heads, agent.scorer.lm))
     cap.reset()

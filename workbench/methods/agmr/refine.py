@@ -44,8 +44,27 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from workbench.agents.loop import Agent
+from workbench.agents.policy import FixedEntry
+from workbench.attention import default_retrieval_heads
 from workbench.attention.diagnosis import diagnose_column, entry_scale
+from workbench.envs.alfworld import ALFWorldEnv, load_alfworld_tasks
+from workbench.envs.memory_base import default_memory_base, expert_trajectories_for
+from workbench.envs.selection import parse_task_slice
+from workbench.llm import (
+    DirectFailureEditInput,
+    DirectSuccessEditInput,
+    FailureRefinerInput,
+    LLMOutputError,
+    ReflectorInput,
+    SuccessRefinerInput,
+    run_stage,
+)
+from workbench.llm.edits import SegmentEditError, apply_segment_edits
+from workbench.llm.offline.refiner import strongest_rivals, weakly_utilized
+from workbench.llm.registry import get_backend
 from workbench.memory.base import MemoryBase, entry_diff
+from workbench.memory.retrieval import get_retriever
 from workbench.memory.tokens import memory_tokens
 from workbench.memory.trajectory import (
     MemoryEntry,
@@ -57,7 +76,9 @@ from workbench.memory.trajectory import (
     read_text_utf8,
 )
 from workbench.methods.agmr.recording import UtilizationEpisode, utilization_episode
+from workbench.models import load_model
 from workbench.models.registry import DEFAULT_AGENT
+from workbench.provenance import versions
 
 __all__ = ["RefineConfig", "RefinementError", "Execution", "Attempt", "TaskRecord", "Refiner", "refine", "execute",
            "load_log", "load_executions", "refine_stats", "REFINE_DIR", "VARIANTS", "OUTCOMES"]
@@ -235,8 +256,6 @@ class _Run:
 def execute(agent: Any, env: Any, heads: Sequence[tuple[int, int]], task: Any, memory: MemoryEntry, n: int,
             base_version: int, candidate: bool, max_steps: int) -> Execution:
     """Play ``task`` with ``memory`` shown (the Traj layout) and the heads captured: execution ``<task>#<n>``."""
-    from workbench.agents.policy import FixedEntry
-
     rec, traj = utilization_episode(agent, env, task, FixedEntry(memory), list(heads), max_steps=max_steps)
     return Execution(id=f"{task.task_id}#{n}", task_id=task.task_id, entry_id=memory.entry_id,
                      base_version=base_version, candidate=candidate, memory=memory, trajectory=traj, utilization=rec)
@@ -259,8 +278,6 @@ class Refiner:
     def __init__(self, base: MemoryBase, agent: Any, env: Any, heads: Sequence[tuple[int, int]], backend: Any,
                  config: RefineConfig, expert_plans: dict[str, Sequence[str]],
                  on_execution: Callable[[Execution], None] | None = None) -> None:
-        from workbench.memory.retrieval import get_retriever
-
         self.base, self.agent, self.env, self.heads = base, agent, env, list(heads)
         self.backend, self.config, self.plans = backend, config, expert_plans
         self.on_execution = on_execution or (lambda e: None)
@@ -277,13 +294,9 @@ class Refiner:
         return _Run(ex)
 
     def _stage(self, name: str, payload: BaseModel) -> Any:
-        from workbench.llm import run_stage
-
         return run_stage(self.backend, name, payload).value
 
     def _candidate(self, memory: MemoryEntry, edits: Sequence[Any]) -> MemoryEntry:
-        from workbench.llm.edits import SegmentEditError, apply_segment_edits
-
         if not edits:
             raise RefinementError("the refiner returned no edit")
         try:
@@ -300,12 +313,6 @@ class Refiner:
                       ) -> tuple[MemoryEntry, dict]:
         """One failure-branch proposal: reflection, rule, refinement, candidate (``info`` fills as they come, so an
         attempt that fails half-way keeps what its stages said)."""
-        from workbench.llm import (
-            DirectFailureEditInput,
-            FailureRefinerInput,
-            ReflectorInput,
-        )
-
         info = {} if info is None else info
         traj, C = run.traj, run.record.matrix()
         refl = self._stage("reflector_failure", ReflectorInput(memory=memory, trajectory=traj,
@@ -335,8 +342,6 @@ class Refiner:
         cand = self._candidate(memory, out.edits)  # an edit that cannot be applied fails here first
         # The paper's edits, whatever the backend: the supporting segment s_i and, for AGMR, distractors the column
         # supports (the rule's, or among the most-attended other segments), nothing else.
-        from workbench.llm.offline.refiner import strongest_rivals
-
         i = refl.supporting_segment
         allowed = {i}
         if self.config.variant == "agmr":
@@ -349,12 +354,6 @@ class Refiner:
         return cand, info
 
     def _success_edit(self, memory: MemoryEntry, run: _Run) -> tuple[MemoryEntry | None, dict]:
-        from workbench.llm import (
-            DirectSuccessEditInput,
-            ReflectorInput,
-            SuccessRefinerInput,
-        )
-
         refl = self._stage("reflector_success", ReflectorInput(memory=memory, trajectory=run.traj))
         info: dict = {"reflection": refl.model_dump()}
         if self.config.variant == "agmr":
@@ -364,8 +363,6 @@ class Refiner:
             info["pattern"] = out.pattern
             # The paper's constraint, whatever the backend: a segment is deleted only if the reflector called it
             # redundant and C shows it weakly used (an LLM refiner may propose more; the offline one never does).
-            from workbench.llm.offline.refiner import weakly_utilized
-
             weak = weakly_utilized(rows, self.config.weak_rule)
             allowed = {r.index for r in refl.redundant_segments} & weak
             info["utilization"] = _utilization_summary(rows, self.config.weak_rule, weak, refl, allowed)
@@ -384,8 +381,6 @@ class Refiner:
     # -- the loop -----------------------------------------------------------------------------------------
     def refine_task(self, task: Any, goal: str) -> TaskRecord:
         """Algorithm 1 for one task; commits to the base when an edit is verified."""
-        from workbench.llm import LLMOutputError
-
         entry = self.retrieve(task, goal)
         if entry is None:
             return TaskRecord(task_id=task.task_id, task_type=task.task_type, outcome="no_memory")
@@ -533,11 +528,7 @@ def _open_base(root: Path, config: RefineConfig) -> MemoryBase:
             raise FileNotFoundError(f"{src_root}: no memory base there (no entries.jsonl)")
         src = MemoryBase(src_root)
     else:
-        from workbench.envs.memory_base import default_memory_base
-
         src = default_memory_base()
-    from workbench.provenance import versions
-
     record = {"config": config.identity(), "source": {"path": str(src.root), "digest": src.digest(),
                                                       "entries": len(src)}, "versions": versions()}
     cfg_path.parent.mkdir(parents=True, exist_ok=True)
@@ -580,14 +571,6 @@ def refine(config: RefineConfig, out: str | Path, *, lm: Any = None, progress: b
         :func:`refine_stats` of the folder.
     """
     from tqdm.auto import tqdm
-
-    from workbench.agents.loop import Agent
-    from workbench.attention import default_retrieval_heads
-    from workbench.envs.alfworld import ALFWorldEnv, load_alfworld_tasks
-    from workbench.envs.memory_base import expert_trajectories_for
-    from workbench.envs.selection import parse_task_slice
-    from workbench.llm.registry import get_backend
-    from workbench.models import load_model
 
     root = Path(out)
     if not config.heads:

@@ -9,7 +9,10 @@ Policies registered here: ``arbiter`` (options ``budget``, ``ablation``, ``backe
 ``flat-retrieval`` (option ``budget``).
 """
 
-from workbench.agents.policy import register_policy
+from pydantic import Field, field_validator
+
+from workbench.agents.policy import PolicyOptions, register_policy
+from workbench.llm.options import BackendOptions, backend_of
 from workbench.methods.arbiter.assembly import (
     CLOSE,
     OPEN,
@@ -44,7 +47,7 @@ from workbench.methods.arbiter.variants import (
 )
 
 __all__ = [
-    "ArbiterPolicy", "FlatRecency", "FlatRetrieval", "DEFAULT_BUDGET", "ROW_FIELDS", "ABLATIONS",
+    "ArbiterOptions", "BudgetOptions", "ArbiterPolicy", "FlatRecency", "FlatRetrieval", "DEFAULT_BUDGET", "ROW_FIELDS", "ABLATIONS",
     "ArbiterVariant", "get_variant", "list_variants", "register_variant",
     "Item", "BANK_ORDER", "FunctionalBanks", "SinglePool", "InvalidWriteError", "check_write",
     "Context", "DynamicSignals", "FixedSignals", "PoolSignals", "GateConfig", "TemporalGate", "IndependentGate",
@@ -52,18 +55,31 @@ __all__ = [
 ]
 
 
-def _arbiter(budget: int | None = None, ablation: str | None = None, backend=None, **_: object) -> ArbiterPolicy:
-    return ArbiterPolicy(budget=budget or DEFAULT_BUDGET, variant=ablation or "arbiter", backend=backend)
+class BudgetOptions(PolicyOptions):
+    """``budget``: the memory block's budget in o200k tokens (the paper's main setting: 500)."""
+
+    budget: int = Field(DEFAULT_BUDGET, gt=0)
 
 
-def _recency(budget: int | None = None, **_: object) -> FlatRecency:
-    return FlatRecency(budget or DEFAULT_BUDGET)
+class ArbiterOptions(BudgetOptions, BackendOptions):
+    """MemArbiter's options: the budget, an ablation (an entry of the variant registry) and the backend of its
+    state-parser and candidate-writer stages."""
+
+    ablation: str | None = None
+
+    @field_validator("ablation")
+    @classmethod
+    def _known(cls, v: str | None) -> str | None:
+        if v is not None and v not in ABLATIONS:
+            raise ValueError(f"ablation '{v}': expected one of {', '.join(ABLATIONS)}")
+        return v
 
 
-def _retrieval(budget: int | None = None, **_: object) -> FlatRetrieval:
-    return FlatRetrieval(budget or DEFAULT_BUDGET)
+def _arbiter(budget: int, ablation: str | None, backend: str, backend_args: tuple[str, ...]) -> ArbiterPolicy:
+    return ArbiterPolicy(budget=budget, variant=ablation or "arbiter", backend=backend_of(backend, backend_args))
 
 
-register_policy("arbiter", _arbiter, options=("budget", "ablation", "backend"))
-register_policy("flat-recency", _recency, options=("budget",))
-register_policy("flat-retrieval", _retrieval, options=("budget",))
+register_policy("arbiter", _arbiter, options=ArbiterOptions, doc="MemArbiter (paper 001) and its ablations")
+register_policy("flat-recency", FlatRecency, options=BudgetOptions, doc="baseline: the most recent lines in budget")
+register_policy("flat-retrieval", FlatRetrieval, options=BudgetOptions,
+                doc="baseline: BM25 over the observation lines, in budget")

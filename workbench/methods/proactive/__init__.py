@@ -8,7 +8,10 @@ Policies registered here: ``proactive``, ``proactive-passive``, ``proactive-alwa
 ``proactive-retrieval`` (options ``interval``, ``triggers``, ``backend``).
 """
 
+from pydantic import Field, field_validator
+
 from workbench.agents.policy import register_policy
+from workbench.llm.options import BackendOptions, backend_of
 from workbench.methods.proactive.bank import (
     MAX_CONTENT_CHARS,
     MAX_STATUS_CHARS,
@@ -27,17 +30,33 @@ from workbench.methods.proactive.variants import (
     register_variant,
 )
 
-__all__ = ["ProactivePolicy", "Bank", "BankCallError", "Entry", "Trigger", "EVENTS", "WINDOW", "PREFILTER_AT",
+__all__ = ["ProactiveOptions", "ProactivePolicy", "Bank", "BankCallError", "Entry", "Trigger", "EVENTS", "WINDOW", "PREFILTER_AT",
            "MAX_STATUS_CHARS", "MAX_CONTENT_CHARS", "ProactiveVariant", "get_variant", "list_variants",
            "register_variant", "sft_examples", "export_sft"]
 
 
+class ProactiveOptions(BackendOptions):
+    """The proactive memory agent's options: it runs at step 0 and every ``interval`` steps, and on the extra event
+    ``triggers``; ``backend`` runs its two phases."""
+
+    interval: int = Field(1, ge=1)
+    triggers: tuple[str, ...] = ()
+
+    @field_validator("triggers")
+    @classmethod
+    def _known(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [t for t in v if t not in EVENTS]
+        if bad:
+            raise ValueError(f"trigger '{bad[0]}': expected one of {', '.join(EVENTS)}")
+        return tuple(v)
+
+
 def _factory(name: str):
-    def build(interval: int | None = None, triggers: tuple[str, ...] = (), backend=None, **_: object) -> ProactivePolicy:
-        return ProactivePolicy(name, interval=interval or 1, events=tuple(triggers or ()), backend=backend)
+    def build(interval: int, triggers: tuple[str, ...], backend: str, backend_args: tuple[str, ...]) -> ProactivePolicy:
+        return ProactivePolicy(name, interval=interval, events=tuple(triggers), backend=backend_of(backend, backend_args))
 
     return build
 
 
 for _name in list_variants():
-    register_policy(_name, _factory(_name), options=("interval", "triggers", "backend"))
+    register_policy(_name, _factory(_name), options=ProactiveOptions, doc=f"proactive memory agent: {_name}")

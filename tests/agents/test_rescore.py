@@ -1,0 +1,231 @@
+"""The re-score primitive on a tiny random model with a planted memory-copying head (``rescore_tiny``): the factual
+state reproduced exactly, the answer item's effect, the planted head carrying it, the placebo's length, and edits
+that name what the state does not hold."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))  # rescore_tiny
+
+from rescore_tiny import (  # noqa: E402
+    ANSWER, GOAL, PLACES, PLANTED, ROOM, TASK, KeyRoom, Shows, ToyWorkingMemory, build_copy_lm, episode,
+)
+
+from workbench.agents.edits import (  # noqa: E402
+    ClearMemory, DropBank, DropItem, EditError, MaskHeads, MaskSegments, PlaceboReminder, RemoveReminder,
+    ReplaceReminder, RewriteItem, SetBand, ShowOnly,
+)
+from workbench.agents.loop import Agent  # noqa: E402
+from workbench.agents.policy import MemoryBlock  # noqa: E402
+from workbench.agents.rescore import State, apply_edits, rescore, rescore_many, state_at, states_at  # noqa: E402
+from workbench.memory.render import render_pieces  # noqa: E402
+from workbench.memory.trajectory import MemoryEntry, Segment  # noqa: E402
+
+REMINDER = "Look in the safe first."
+
+
+@pytest.fixture(scope="module")
+def agent():
+    return Agent.from_model(build_copy_lm(), keep_prompts=True)
+
+
+def _state(policy=None, step: int = 1) -> State:
+    return state_at(policy or ToyWorkingMemory(), TASK, episode(), step, PLACES)
+
+
+def _forwards(agent, monkeypatch) -> list:
+    """Every scoring forward of ``agent`` from now on is appended to the returned list."""
+    calls: list = []
+    score = agent.scorer.score
+
+    def counted(*a, **kw):
+        calls.append(a)
+        return score(*a, **kw)
+
+    monkeypatch.setattr(agent.scorer, "score", counted)
+    return calls
+
+
+# (1) the factual state, exactly ----------------------------------------------------------------------------------
+
+def test_the_replayed_prompt_is_the_one_the_agent_saw_and_no_edit_reproduces_its_distribution(agent):
+    played = agent.run(KeyRoom(max_steps=3), TASK, ToyWorkingMemory())
+    traj = played.trajectory
+    for state in states_at(ToyWorkingMemory(), TASK, traj, range(traj.n_steps), [PLACES] * traj.n_steps):
+        assert state.prompt(agent).tokens == played.prompts[state.step].tokens  # byte-identical
+        r = rescore(agent, state, [])
+        assert r.p_edited == r.p  # exactly, not to a tolerance
+        assert r.noop and r.tv == 0.0 and not r.flipped
+        assert r.choice == state.action == traj.steps[state.step].action
+        assert r.p_chosen == pytest.approx(traj.meta["steps"][state.step]["p_action"], abs=1e-5)
+
+
+def test_an_empty_edit_list_is_exact_whatever_the_cache_held_before(agent):
+    state = _state()
+    first = rescore(agent, state, [])
+    other = state_at(ToyWorkingMemory(reminder=REMINDER), TASK, episode(), 2, PLACES)
+    agent.decide(other.prompt(agent), list(PLACES))  # leave another prefix in the scorer's cache
+    again = rescore(agent, state, [])
+    assert again.p == again.p_edited == first.p
+    assert agent.scorer.cache is None  # nothing edited stays for the agent's next decision
+
+
+# (2) the answer item's effect ------------------------------------------------------------------------------------
+
+def test_hiding_the_focal_answer_item_lowers_p_answer_and_an_irrelevant_item_barely_matters(agent):
+    rs = rescore_many(agent, _state(), {"hide answer": [SetBand("R1", "hidden")], "ambient answer": [SetBand("R1", "A")],
+                                        "drop answer": [DropItem("R1")], "drop irrelevant": [DropItem("E1")],
+                                        "irrelevant ambient": [SetBand("R2", "H")]})
+    before = rs["hide answer"].p_of(ANSWER)[0]
+    assert rs["hide answer"].choice == ANSWER and before > 0.5
+    for name in ("hide answer", "ambient answer", "drop answer"):
+        after = rs[name].p_of(ANSWER)[1]
+        assert before - after > 0.3, name
+        assert rs[name].flipped and rs[name].delta_p == pytest.approx(after - before)
+    effect = before - rs["hide answer"].p_of(ANSWER)[1]
+    for name in ("drop irrelevant", "irrelevant ambient"):
+        assert not rs[name].noop  # the prompt did change
+        assert abs(rs[name].p_of(ANSWER)[1] - before) < 0.05 * effect, name
+        assert not rs[name].flipped
+
+
+def test_band_edits_run_first_and_block_edits_then_act_on_the_reassembled_block(agent):
+    ed = apply_edits(agent, _state(), [DropItem("E1"), SetBand("R1", "A")])
+    items = {p.item: p for p in ed.block.working_memory if p.kind == "wm_item"}
+    assert set(items) == {"R1", "R2"} and items["R1"].text == "- The key is hidden somewhere.\n"
+    assert [p.kind for p in ed.block.working_memory].count("wm_bank") == 1  # the emptied Episodic header went too
+    shown = apply_edits(agent, _state(), [SetBand("E2", "F")]).block  # a hidden item brought back
+    assert "E2" in {p.item for p in shown.working_memory}
+
+
+# (3) the planted head carries the item's effect -------------------------------------------------------------------
+
+def test_masking_the_planted_head_removes_most_of_the_items_effect(agent):
+    rs = rescore_many(agent, _state(), {"hide": [SetBand("R1", "H")], "mask": [MaskHeads(PLANTED)],
+                                        "mask+hide": [MaskHeads(PLANTED), SetBand("R1", "H")],
+                                        "other": [MaskHeads((0, 1))], "other+hide": [MaskHeads((0, 1)), SetBand("R1", "H")]})
+    effect = rs["hide"].p_of(ANSWER)[0] - rs["hide"].p_of(ANSWER)[1]
+    masked = rs["mask"].p_of(ANSWER)[1] - rs["mask+hide"].p_of(ANSWER)[1]
+    control = rs["other"].p_of(ANSWER)[1] - rs["other+hide"].p_of(ANSWER)[1]
+    assert effect > 0.3
+    assert abs(masked) < 0.1 * effect  # without the head the item hardly moves the choice
+    assert control > 0.8 * effect  # masking another head of the same layer leaves the effect
+    assert not rs["mask"].noop  # a forward edit is never a no-op, even on the factual prompt
+
+
+# (4) the placebo reminder -----------------------------------------------------------------------------------------
+
+def test_a_placebo_reminder_has_the_reminders_token_length_and_positions(agent):
+    policy = ToyWorkingMemory(reminder=REMINDER)
+    state = state_at(policy, TASK, episode(), 1, PLACES)
+    rs = rescore_many(agent, state, {"placebo": [SetBand("R1", "H"), PlaceboReminder()],
+                                     "played": [SetBand("R1", "H")], "without": [SetBand("R1", "H"), RemoveReminder()]})
+    real, fake = rs["played"].edited_prompt, rs["placebo"].edited_prompt
+    s, e = real.kind_span("reminder")
+    assert fake.kind_span("reminder") == (s, e) and fake.n_tokens == real.n_tokens and fake.spans == real.spans
+    assert len(fake.prefix) == len(real.prefix)
+    tok = agent.builder.tokenizer
+    label = len(tok("Reminder:", add_special_tokens=False).input_ids)
+    assert fake.tokens[:s + label] == real.tokens[:s + label] and fake.tokens[e - 1:] == real.tokens[e - 1:]
+    assert fake.tokens[s + label:e - 1] != real.tokens[s + label:e - 1]
+    assert tok.decode(fake.tokens[s + label:e - 1]).strip() in "Keep working on the task one step at a time." * 2
+    # the reminder names the answer (its only mention once R1 is hidden): the placebo takes that away
+    p_real, p_fake = rs["played"].p_of(ANSWER)[1], rs["placebo"].p_of(ANSWER)[1]
+    assert p_real - p_fake > 0.3
+    assert abs(p_fake - rs["without"].p_of(ANSWER)[1]) < 0.1
+
+
+def test_replacing_or_removing_the_reminder_edits_the_block_line(agent):
+    state = state_at(ToyWorkingMemory(reminder=REMINDER), TASK, episode(), 1, PLACES)
+    assert apply_edits(agent, state, [ReplaceReminder("Try the box.")]).block.reminder == "Try the box."
+    assert apply_edits(agent, state, [RemoveReminder()]).prompt.kind_span("reminder") is None
+    with pytest.raises(EditError, match="shows no reminder"):
+        apply_edits(agent, _state(), [PlaceboReminder()])
+
+
+# (5) edits that name what the state does not hold ------------------------------------------------------------------
+
+def test_an_unknown_item_id_is_a_value_error_naming_it_before_any_forward(agent, monkeypatch):
+    forwards = _forwards(agent, monkeypatch)
+    state = _state()
+    with pytest.raises(ValueError, match="'R9'"):
+        rescore(agent, state, [DropItem("R9")])
+    with pytest.raises(ValueError, match="R9"):
+        rescore_many(agent, state, {"fine": [], "bad": [SetBand("R9", "F")]})
+    with pytest.raises(ValueError, match="'X7'"):
+        rescore(agent, state, [ShowOnly(("R1", "X7"))])
+    with pytest.raises(ValueError, match="no bank 'constraint'.*shown: reference, episodic"):
+        rescore(agent, state, [DropBank("constraint")])
+    with pytest.raises(ValueError, match="'R9'"):
+        rescore(agent, state, [RewriteItem("R9", "- nothing")])
+    assert forwards == []  # every edited prompt is made before the first forward
+
+
+def test_a_band_edit_on_a_policy_that_cannot_reassemble_names_the_edit_and_the_policy(agent):
+    block = ToyWorkingMemory().memory(0, [])
+    state = state_at(Shows(block), TASK, episode(), 1, PLACES)
+    with pytest.raises(EditError, match=r"SetBand\(item='R1', band='H'\).*policy 'shows' \(Shows\).*reassemble"):
+        apply_edits(agent, state, [SetBand("R1", "H")])
+    assert apply_edits(agent, state, [DropItem("R1")]).block != block  # the block edits need no policy
+    with pytest.raises(EditError, match="band 'X'"):
+        SetBand("R1", "X")
+    with pytest.raises(EditError, match="also put in band"):
+        apply_edits(agent, _state(), [SetBand("R1", "H"), SetBand("R1", "F")])
+    with pytest.raises(EditError, match=r"\(9, 0\)"):
+        apply_edits(agent, _state(), [MaskHeads((9, 0))])
+
+
+# the block edits ------------------------------------------------------------------------------------------------------
+
+def test_show_only_drop_bank_rewrite_and_clear(agent):
+    state = _state()
+    only = apply_edits(agent, state, [ShowOnly("E1")]).block.working_memory
+    assert [p.item for p in only if p.kind == "wm_item"] == ["E1"] and [p.bank for p in only if p.kind == "wm_bank"] == ["episodic"]
+    frame = apply_edits(agent, state, [ShowOnly(())]).block.working_memory
+    assert [p.kind for p in frame] == ["wm_open", "wm_close"]
+    no_ref = apply_edits(agent, state, [DropBank("reference")]).block.working_memory
+    assert all(p.bank != "reference" for p in no_ref)
+    rewritten = rescore(agent, state, [RewriteItem("R1", "- The key is in the box.")])
+    assert rewritten.edited_command == "box"  # the head copies whatever place the item names now
+    cleared = apply_edits(agent, state, [ClearMemory()])
+    assert cleared.block.layout == "react" and cleared.prompt.memory_span is None
+
+
+def test_mask_segments_goes_through_drop_segments_on_a_react_block(agent):
+    entry = MemoryEntry(entry_id="m1", task_id="train/x/t1", task_type="find", goal="find the coin.",
+                        initial_observation="You are in a hall.",
+                        segments=(Segment(thought="Look around first.", action="look"),
+                                  Segment(observation="You see a desk 1.", action="go to desk 1"),
+                                  Segment(observation="On the desk 1 you see a coin 1.", action="take coin 1")))
+    block = MemoryBlock(pieces=tuple(render_pieces(entry)), entry=entry)
+    state = State(task=TASK, step=0, room=ROOM, goal=GOAL, history=(), observation=ROOM, block=block,
+                  candidates=PLACES)
+    ed = apply_edits(agent, state, [MaskSegments(1)])
+    assert state.prompt(agent).n_segments == 3 and ed.prompt.n_segments == 2
+    assert [p[2] for p in ed.block.pieces if p[1] is not None] == \
+        [p[2] for p in block.pieces if p[1] not in (None, 1)]
+    assert ed.block.meta["dropped_segments"] == [1]
+    with pytest.raises(EditError, match="no memory segment 5"):
+        apply_edits(agent, state, [MaskSegments(5)])
+    with pytest.raises(EditError, match="use DropItem"):
+        apply_edits(agent, _state(), [MaskSegments(0)])
+    with pytest.raises(EditError, match="use MaskSegments"):
+        apply_edits(agent, state, [DropItem("R1")])
+
+
+def test_rescore_many_scores_the_factual_state_once(agent, monkeypatch):
+    forwards = _forwards(agent, monkeypatch)
+    rs = rescore_many(agent, _state(), {"a": [DropItem("E1")], "b": [SetBand("R1", "H")], "c": []})
+    assert len(forwards) == 4 and list(rs) == ["a", "b", "c"]
+    assert rs["a"].p is rs["b"].p is rs["c"].p
+
+
+def test_a_state_outside_the_episode_or_without_candidates_is_refused():
+    with pytest.raises(ValueError, match="step 7 is outside"):
+        _state(step=7)
+    with pytest.raises(ValueError, match="empty"):
+        state_at(ToyWorkingMemory(), TASK, episode(), 1, [])

@@ -1,0 +1,92 @@
+"""The ``workbench`` parser (one subcommand per module of this package) and ``main``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+
+from workbench import __version__
+from workbench.cli import (
+    dagger,
+    experts,
+    heads,
+    listing,
+    memory,
+    merge_runs,
+    proactive_sft,
+    refine,
+    reproduce,
+    run,
+    sweep,
+    utilization,
+)
+from workbench.eval.executor import JobError
+from workbench.eval.sweep_status import ConcurrentSweepError
+
+__all__ = ["build_parser", "main", "COMMANDS"]
+
+DESCRIPTION = """The command line over the workbench library: play agents on ALFWorld (run, sweep), refine and
+audit memory bases (refine, memory), study retrieval heads (heads, utilization), build training data (experts,
+dagger, proactive-sft), merge runs and render the reports (merge-runs, reproduce), and list what they accept
+(list). Every --out is a folder; `workbench COMMAND --help` for each one's options."""
+
+# the order `workbench --help` lists them in
+COMMANDS = (run, sweep, refine, memory, proactive_sft, dagger, merge_runs, experts, reproduce, heads, utilization,
+            listing)
+# errors a user can fix from the message alone: one line on stderr and exit status 2, no traceback
+USER_ERRORS = (ValueError, FileNotFoundError, FileExistsError, JobError, ConcurrentSweepError)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``workbench`` parser; the closed sets among its options are read from the registries now.
+
+    Returns:
+        The parser; a parsed command's ``fn`` runs it.
+    """
+    p = argparse.ArgumentParser(prog="workbench", description=DESCRIPTION)
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for command in COMMANDS:
+        command.add_parser(sub)
+    return p
+
+
+def _stop(signum, frame) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one ``workbench`` command.
+
+    SIGTERM stops a command as Ctrl-C does (its ``finally`` blocks run: Ray workers shut down, a sweep records
+    that it was interrupted; every batch resumes), and so does SIGINT even when a script started the command in
+    the background (a non-interactive shell starts background jobs with SIGINT ignored, so a plain ``kill -INT``
+    would do nothing).
+
+    Args:
+        argv: the arguments (default: ``sys.argv[1:]``).
+
+    Returns:
+        The exit status: 0, or 2 after a one-line error on stderr. Argparse errors (a bad choice, ``--out`` on a
+        file) exit with status 2 from the parser itself.
+    """
+    args = build_parser().parse_args(argv)
+    handlers = {}
+    if threading.current_thread() is threading.main_thread():  # signal handlers can only be set there
+        handlers = {signal.SIGTERM: signal.signal(signal.SIGTERM, _stop)}
+        if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+            handlers[signal.SIGINT] = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return args.fn(args)
+    except USER_ERRORS as e:
+        print(f"workbench {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # `workbench list grids | head -1`: the reader left, which is no error of the command
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit flush does not raise again
+        return 1
+    finally:
+        for sig, old in handlers.items():
+            signal.signal(sig, old)

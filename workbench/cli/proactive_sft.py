@@ -1,0 +1,39 @@
+"""``workbench proactive-sft``: the proactive memory agent's records of run folders as a chat SFT set."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from workbench.cli._options import add_out, out_file
+from workbench.eval.runner import load_run
+from workbench.methods.proactive import export_sft
+
+__all__ = ["add_parser", "cmd_proactive_sft", "SFT_FILE"]
+
+SFT_FILE = "sft.jsonl"
+
+
+def cmd_proactive_sft(a: argparse.Namespace) -> int:
+    """Export the memory agent's prompts, tool calls and replies of ``a.runs`` to ``OUT/sft.jsonl``.
+
+    Args:
+        a: the parsed ``workbench proactive-sft`` options.
+
+    Returns:
+        0; errors are raised (``main`` turns them into exit status 2).
+    """
+    path = out_file(a.out, SFT_FILE, "proactive-sft", (".jsonl",))
+    trajs = [t for run in a.runs for t in load_run(run)[0]]
+    print(json.dumps(export_sft(trajs, path) | {"out": str(path)}))
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``workbench proactive-sft``."""
+    ps = sub.add_parser("proactive-sft", help="the proactive memory agent's records of run folders as a chat SFT set "
+                        "(prompts, tool calls, reminder or null) for TRL's SFTTrainer")
+    ps.add_argument("runs", nargs="+", help="run folders played with --memory proactive*")
+    add_out(ps, f"writes {SFT_FILE} there (a path ending in .jsonl: that file, the older form)",
+            file_suffixes=(".jsonl",))
+    ps.set_defaults(fn=cmd_proactive_sft)

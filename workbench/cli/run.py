@@ -1,0 +1,104 @@
+"""``workbench run``: one agent, one memory policy, a slice of a split's tasks; writes a resumable run folder."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from workbench.agents.policy import list_policies
+from workbench.cli._options import (
+    EPISODE_TASKS,
+    add_backend,
+    add_decode,
+    add_dtype,
+    add_executor,
+    add_model,
+    add_out,
+    add_progress,
+    add_retriever,
+    add_tasks,
+    print_summary,
+)
+from workbench.envs.normalize import TASK_TYPE_PREFIXES
+from workbench.eval.runner import RunConfig, adopt, run
+from workbench.methods.arbiter.variants import ABLATIONS
+from workbench.methods.proactive.triggers import EVENTS
+
+__all__ = ["add_parser", "cmd_run"]
+
+DECODE_HELP = ("how the agent acts: score, the admissible command of highest likelihood (default) | generate: "
+               "write Thought/Action, mapped to an admissible command | generate-verbatim: write it and execute it "
+               "as written (an invalid command is answered 'Nothing happens.', as in the papers)")
+
+
+def cmd_run(a: argparse.Namespace) -> int:
+    """Play (or resume) the run ``a`` describes and print its summary as one JSON line.
+
+    Args:
+        a: the parsed ``workbench run`` options.
+
+    Returns:
+        0; errors are raised (``main`` turns them into exit status 2).
+    """
+    cfg = RunConfig(
+        out=a.out, env=a.env, split=a.split, tasks=a.tasks, memory=a.memory, model=a.model,
+        retriever=a.retriever, max_steps=a.max_steps, task_types=tuple(a.task_types or ()),
+        teacher_forcing=not a.no_teacher_forcing, decode=a.decode, dtype=a.dtype,
+        teacher_forcing_tasks=a.teacher_forcing_tasks, budget=a.budget, ablation=a.ablation,
+        backend=a.backend, backend_args=tuple(a.backend_arg or ()), interval=a.interval,
+        triggers=tuple(a.trigger or ()), record_admissible=a.record_admissible, memory_base=a.memory_base,
+    )
+    if a.adopt_from:
+        ids, by_memory = adopt(cfg, a.adopt_from)
+        print(f"{len(ids)} episodes adopted from {a.adopt_from}" + (" (the same memory)" if by_memory else ""),
+              file=sys.stderr)
+    # the bar is the driver's, as for a sweep: one tick per episode or teacher-forced task, on stderr
+    metrics = run(cfg, resume=a.resume or bool(a.adopt_from), progress=a.progress, workers=a.workers,
+                  ray_address=a.ray_address)
+    print_summary(metrics)
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``workbench run``."""
+    r = sub.add_parser("run", help="run an agent on a benchmark split; writes trajectories/metrics/config")
+    r.add_argument("--env", default="alfworld")
+    r.add_argument("--split", default="valid_unseen")
+    add_tasks(r, EPISODE_TASKS, "the tasks whose episodes are played",
+              "; none: no episodes (teacher forcing only, of --teacher-forcing-tasks)")
+    r.add_argument("--task-types", nargs="*", metavar="TYPE", choices=sorted(set(TASK_TYPE_PREFIXES.values())),
+                   help="only tasks of these types: " + " ".join(dict.fromkeys(TASK_TYPE_PREFIXES.values())))
+    policies = list_policies()
+    r.add_argument("--memory", default="traj", choices=policies, metavar="POLICY",
+                   help=f"the memory policy (`workbench list memory`): {' | '.join(policies)}; other_type "
+                   "(another task type's trajectory) and random_same (a random same-type one) are the memory "
+                   "controls (default: traj)")
+    r.add_argument("--budget", type=int, help="memory block budget in o200k tokens (arbiter, flat-*; default 500)")
+    r.add_argument("--ablation", choices=ABLATIONS, help="a MemArbiter ablation")
+    add_backend(r, help="LLM backend of a method's memory stages: the arbiter's state parser and writer, the "
+                "proactive memory agent, AWM's induction, DC-RS's curator (default offline-alfworld: the "
+                "deterministic ALFWorld algorithms)")
+    r.add_argument("--record-admissible", action="store_true",
+                   help="keep each step's admissible commands in the records (on-policy training data)")
+    r.add_argument("--interval", type=int, help="the proactive memory agent runs every K steps (default 1)")
+    r.add_argument("--trigger", action="append", choices=EVENTS,
+                   help="an extra trigger of the memory agent (repeatable)")
+    add_model(r)
+    add_retriever(r)
+    r.add_argument("--memory-base", metavar="DIR", help="the memory base icl / traj / awm / dc-rs read (e.g. one "
+                   "`workbench refine` wrote); default: the valid_train expert trajectories")
+    r.add_argument("--adopt-from", metavar="RUN_DIR", help="take the episodes RUN_DIR already played with the same "
+                   "parameters (teacher forcing and the slice aside) instead of playing them; over another memory "
+                   "base, those whose memory is the same at every step (e.g. Traj's, for a refined base); then "
+                   "play the rest (implies --resume)")
+    r.add_argument("--max-steps", type=int, default=50)
+    add_out(r, "the run (config.json, trajectories.jsonl, teacher_forced.json, metrics.json)")
+    r.add_argument("--resume", action="store_true", help="continue a killed run: skips finished episodes")
+    r.add_argument("--no-teacher-forcing", action="store_true")
+    r.add_argument("--teacher-forcing-tasks", metavar="SLICE",
+                   help="teacher-force this slice instead of --tasks (default: --tasks)")
+    add_decode(r, DECODE_HELP)
+    add_dtype(r)
+    add_executor(r)
+    add_progress(r)
+    r.set_defaults(fn=cmd_run)
