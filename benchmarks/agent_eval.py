@@ -33,7 +33,9 @@ from pathlib import Path
 
 import torch
 
-from workbench.eval.runner import RunConfig, run, select_tasks, teacher_forced_for
+from workbench.eval.config import RunConfig, select_tasks
+from workbench.eval.run import run
+from workbench.eval.teacher_forced import teacher_forced_for
 from workbench.reporting import PAIRS, write_card, write_table
 
 
@@ -45,9 +47,9 @@ def decision_rule_accuracy(lm, memory: str, split: str, tasks: str, out: Path) -
     ("take pencil 2 from shelf 1") over short ones with one uncertain token ("go to shelf 2").
     """
     from workbench.agents.loop import Agent
-    from workbench.envs.memory_base import expert_trajectories_for
     from workbench.agents.policy import build_policy
     from workbench.agents.teacher_forcing import teacher_forced_accuracy
+    from workbench.envs.memory_base import expert_trajectories_for
 
     path = out / "decision_rules.json"
     key = {"model": lm.name, "memory": memory, "split": split, "tasks": tasks}

@@ -19,9 +19,9 @@ import statistics
 import time
 
 from workbench.agents.loop import Agent
+from workbench.agents.policy import build_policy
 from workbench.envs import ALFWorldEnv, load_alfworld_tasks
 from workbench.envs.normalize import split_initial_observation
-from workbench.agents.policy import build_policy
 from workbench.memory.trajectory import Step
 from workbench.models import load_model
 

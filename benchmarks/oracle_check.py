@@ -24,9 +24,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from workbench.envs.alfworld import ALFWorldEnv  # noqa: E402
-from workbench.envs.oracle import oracle_agreement, oracle_rollout  # noqa: E402
 from workbench.envs.memory_base import expert_trajectories_for  # noqa: E402
-from workbench.eval.runner import RunConfig, load_run, select_tasks  # noqa: E402
+from workbench.envs.oracle import oracle_agreement, oracle_rollout  # noqa: E402
+from workbench.eval.config import RunConfig, select_tasks
+from workbench.eval.run_folder import load_run
 
 
 def main() -> int:

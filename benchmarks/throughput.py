@@ -33,9 +33,9 @@ from pathlib import Path
 import torch
 
 from workbench.agents.loop import Agent
-from workbench.envs.memory_base import expert_trajectories_for
-from workbench.eval.runner import RunConfig, select_tasks
 from workbench.agents.policy import build_policy
+from workbench.envs.memory_base import expert_trajectories_for
+from workbench.eval.config import RunConfig, select_tasks
 from workbench.models import load_model
 from workbench.models.scoring import ActionScorer, _trie
 

@@ -8,7 +8,7 @@ from workbench.agents.loop import DECODES, Agent
 from workbench.agents.policy import NoMemory
 from workbench.envs.normalize import to_admissible
 from workbench.eval.behaviour import failures, task_behaviour
-from workbench.eval.runner import RunConfig, select_tasks
+from workbench.eval.config import RunConfig, select_tasks
 from workbench.eval.sweep import GridError, load_grid
 
 

@@ -1,9 +1,9 @@
 """The memory controls are memory policies like any other (a grid or `workbench run --memory` runs them):
 another task type's best-retrieved trajectory, and a random same-type trajectory of another game."""
 
-from workbench.envs.alfworld import load_alfworld_tasks
-from workbench.eval.runner import RunConfig
 from workbench.agents.policy import build_policy
+from workbench.envs.alfworld import load_alfworld_tasks
+from workbench.eval.config import RunConfig
 from workbench.memory.task_info import game_key
 
 

@@ -53,7 +53,7 @@ def test_planted_rows_give_the_formula(tiny_lm):
 
 def test_a_real_capture_of_an_arbiter_episode(tiny_lm):
     from workbench.envs.alfworld import ALFWorldEnv
-    from workbench.eval.runner import RunConfig, select_tasks
+    from workbench.eval.config import RunConfig, select_tasks
     from workbench.methods.arbiter import ArbiterPolicy
 
     env, task = ALFWorldEnv(), select_tasks(RunConfig(out="x", tasks="0"))[0]

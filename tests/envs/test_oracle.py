@@ -103,7 +103,7 @@ def test_rollouts_from_off_plan_states_win_real_games():
     """Detours, a stray pick-up and a wrong transformation, then the oracle takes over on real ALFWorld games."""
     from workbench.envs.alfworld import ALFWorldEnv
     from workbench.envs.memory_base import expert_trajectories_for
-    from workbench.eval.runner import RunConfig, select_tasks
+    from workbench.eval.config import RunConfig, select_tasks
 
     tasks = {t.task_id: t for t in select_tasks(RunConfig(out="x", split="valid_unseen", tasks="all"))}
     experts = [e for e in expert_trajectories_for("valid_unseen") if e.source == "planner"]

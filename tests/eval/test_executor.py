@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from workbench.eval.config import RunConfig
 from workbench.eval.driver import drive
 from workbench.eval.executor import RayExecutor
-from workbench.eval.runner import RunConfig, run
+from workbench.eval.run import run
 from workbench.memory.trajectory import iter_jsonl_dicts
 
 WB = [sys.executable, "-m", "workbench.cli"]

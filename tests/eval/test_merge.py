@@ -5,10 +5,10 @@ import json
 import pytest
 
 from workbench.cli import main
+from workbench.eval.config import RunConfig, select_tasks
 from workbench.eval.merge import merge_runs
-from workbench.eval.runner import RunConfig, select_tasks
-from workbench.provenance import versions
 from workbench.memory.trajectory import Step, Trajectory, append_jsonl, iter_jsonl_dicts
+from workbench.provenance import versions
 
 
 def _part(folder, tasks, memory="traj", success=lambda i: i % 3 == 0):

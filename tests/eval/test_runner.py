@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from workbench.cli import main
-from workbench.eval.metrics import episode_metrics, success_rate_at
-from workbench.eval.runner import RunConfig, run
 from workbench.envs.selection import parse_task_slice
+from workbench.eval.config import RunConfig
+from workbench.eval.metrics import episode_metrics, success_rate_at
+from workbench.eval.run import run
 from workbench.memory.trajectory import (
     Step,
     Trajectory,
@@ -50,19 +51,19 @@ def test_task_slices():
 
 
 def test_a_run_resumed_under_another_commit_keeps_the_versions_it_was_played_with(tmp_path, monkeypatch):
-    import workbench.eval.runner as runner
+    import workbench.eval.run_folder as run_folder
 
     cfg = RunConfig(out=str(tmp_path / "r"), tasks="0:1")
     for commit in ("aaa", "aaa", "bbb", "aaa", "ccc"):
-        monkeypatch.setattr(runner, "versions", lambda c=commit: {"python": "3.11", "git_commit": c})
-        runner.write_run_config(cfg)
+        monkeypatch.setattr(run_folder, "versions", lambda c=commit: {"python": "3.11", "git_commit": c})
+        run_folder.write_run_config(cfg)
     record = json.loads((tmp_path / "r" / "config.json").read_text())
     assert record["versions"]["git_commit"] == "ccc" and record["run"] == cfg.identity()
     assert [v["git_commit"] for v in record["earlier_versions"]] == ["bbb", "aaa"]  # each earlier one once
 
 
 def test_a_run_records_its_adapter_and_refuses_to_resume_on_a_retrained_one(tmp_path):
-    from workbench.eval.runner import check_resume, write_run_config
+    from workbench.eval.run_folder import check_resume, write_run_config
     from workbench.models.adapters import adapter_hash
     from workbench.models.registry import get_model_spec
 
@@ -162,8 +163,9 @@ def test_cli_unknown_model_is_a_clear_error(tmp_path, capsys):
 def test_adopt_episodes_reads_another_folders_episodes_and_plays_only_the_rest(tiny_model_dir, tmp_path):
     """A run with teacher forcing and one without share their episodes: the second adopts the first's and plays
     only the tasks the first lacks; a source of other parameters is refused before anything is written."""
+    from workbench.eval.adoption import adopt_episodes, adopt_runs
     from workbench.eval.driver import drive
-    from workbench.eval.runner import adopt_episodes, adopt_runs, load_run
+    from workbench.eval.run_folder import load_run
 
     common = dict(model=str(tiny_model_dir), memory="none", max_steps=2)
     source = RunConfig(out=str(tmp_path / "01" / "m" / "none"), tasks="0:2", teacher_forcing=True, **common)
@@ -195,7 +197,7 @@ def test_adopt_episodes_reads_another_folders_episodes_and_plays_only_the_rest(t
     assert config["run"] == target.identity() and config["adopted"][0]["episodes"] == 2
     assert (Path(target.out) / config["adopted"][0]["source"]).resolve() == Path(source.out).resolve()
     # a folder of other parameters is never written into
-    from workbench.eval.runner import write_run_config
+    from workbench.eval.run_folder import write_run_config
 
     three = dict(tasks="0:3", teacher_forcing=False, **(common | {"max_steps": 3}))
     write_run_config(RunConfig(out=str(tmp_path / "01-3"), **three))  # a source of 3-step episodes
@@ -208,26 +210,26 @@ def test_adopt_episodes_reads_another_folders_episodes_and_plays_only_the_rest(t
 def test_adoption_killed_between_its_two_writes_is_recorded_once_on_rerun(tiny_model_dir, tmp_path, monkeypatch):
     """``config.json`` gets the adoption record before the trajectories get the episodes; a kill between the two
     leaves a record whose episodes are missing. The rerun adopts them again and the folder says so once."""
-    import workbench.eval.runner as runner
-    from workbench.eval.runner import adopt_episodes
+    import workbench.eval.adoption as adoption
+    from workbench.eval.adoption import adopt_episodes
 
     common = dict(model=str(tiny_model_dir), memory="none", max_steps=2, tasks="0:2")
     source = RunConfig(out=str(tmp_path / "src"), **common)
     run(source, progress=False)
     target = RunConfig(out=str(tmp_path / "dst"), **common)
-    real = runner.atomic_write_text
+    real = adoption.atomic_write_text
 
     def killed(path, text):
         if Path(path).name == "trajectories.jsonl":
             raise KeyboardInterrupt("killed between the two writes")
         real(path, text)
 
-    monkeypatch.setattr(runner, "atomic_write_text", killed)
+    monkeypatch.setattr(adoption, "atomic_write_text", killed)
     with pytest.raises(KeyboardInterrupt):
         adopt_episodes(target, source.out)
     half = json.loads((Path(target.out) / "config.json").read_text())
     assert len(half["adopted"]) == 1 and not (Path(target.out) / "trajectories.jsonl").exists()
-    monkeypatch.setattr(runner, "atomic_write_text", real)
+    monkeypatch.setattr(adoption, "atomic_write_text", real)
     assert len(adopt_episodes(target, source.out)) == 2
     config = json.loads((Path(target.out) / "config.json").read_text())
     assert [r["episodes"] for r in config["adopted"]] == [2]
@@ -238,9 +240,10 @@ def test_adoption_killed_between_its_two_writes_is_recorded_once_on_rerun(tiny_m
 def test_adopt_same_memory_takes_the_episodes_whose_memory_a_refined_base_leaves_unchanged(tiny_model_dir, tmp_path):
     """Traj over a base where one entry was refined: the task that retrieves an unchanged entry reads exactly the
     default base's memory at every step, so its Traj episode is adopted; the task whose entry changed is played."""
-    from workbench.eval.driver import drive
     from workbench.envs.memory_base import default_memory_base
-    from workbench.eval.runner import adopt_episodes, adopt_same_memory, load_run
+    from workbench.eval.adoption import adopt_episodes, adopt_same_memory
+    from workbench.eval.driver import drive
+    from workbench.eval.run_folder import load_run
 
     common = dict(model=str(tiny_model_dir), memory="traj", max_steps=2, tasks="0:134:67", teacher_forcing=False)
     source = RunConfig(out=str(tmp_path / "01" / "traj"), **common)
@@ -295,7 +298,8 @@ def test_a_budget_that_does_not_bind_adopts_the_episodes_of_another_budget(tiny_
     """MemArbiter at 750 shows the same P_t as at 500 while the block fits in 500: such episodes are adopted, each
     step's policy record rewritten as the 750 policy logs it (the budget), and equal record for record to the
     episode played at 750; a budget that binds shows other memory and is played."""
-    from workbench.eval.runner import adopt_same_memory, load_run
+    from workbench.eval.adoption import adopt_same_memory
+    from workbench.eval.run_folder import load_run
 
     common = dict(model=str(tiny_model_dir), memory="arbiter", max_steps=3, tasks="0:134:67", teacher_forcing=False)
     source = RunConfig(out=str(tmp_path / "a500"), budget=500, **common)
@@ -316,7 +320,7 @@ def test_a_silent_memory_agent_adopts_react_episodes(tiny_model_dir, tmp_path):
     is ReAct's: it is adopted from the `none` run, recorded as the proactive policy logs it (its tool calls,
     silence, the latency of its calls in the replay), and equals the episode the proactive run plays, record for
     record but for that wall time."""
-    from workbench.eval.runner import adopt_same_memory
+    from workbench.eval.adoption import adopt_same_memory
 
     common = dict(model=str(tiny_model_dir), max_steps=6, tasks="0:28:9", teacher_forcing=False)
     react = RunConfig(out=str(tmp_path / "none"), memory="none", **common)

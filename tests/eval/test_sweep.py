@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from workbench.cli import main
-from workbench.eval.runner import RunConfig, run
+from workbench.eval.config import RunConfig
+from workbench.eval.run import run
 from workbench.eval.sweep import GridError, load_grid, run_sweep
 
 
@@ -109,11 +110,11 @@ def test_sweep_folders_are_what_run_writes_and_it_resumes(tiny_model_dir, tmp_pa
     assert len(state["invocations"]) == 2 and all(s["complete"] for s in state["status"].values())
     folders = [f for f in (tmp_path / "grid").iterdir() if f.is_dir()]
     before = {f / n: (f / n).read_bytes() for f in folders for n in ("config.json", "metrics.json")}
-    import workbench.eval.runner as runner
+    import workbench.eval.run_folder as run_folder
 
-    played_with = runner.versions()
+    played_with = run_folder.versions()
     with pytest.MonkeyPatch.context() as mp:  # a later commit resumes them
-        mp.setattr(runner, "versions", lambda: {**played_with, "git_commit": "later"})
+        mp.setattr(run_folder, "versions", lambda: {**played_with, "git_commit": "later"})
         assert run_sweep(grid, progress=False).jobs == {"episode": 0, "teacher_forcing": 0}
     # nothing played: the folders say what the invocations that played wrote (versions, wall time), byte for byte
     assert {p: p.read_bytes() for p in before} == before

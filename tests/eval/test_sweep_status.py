@@ -15,7 +15,7 @@ import psutil
 import pytest
 
 from workbench.cli import main
-from workbench.eval.runner import select_tasks
+from workbench.eval.config import select_tasks
 from workbench.eval.sweep import load_grid, run_sweep
 from workbench.eval.sweep_status import (
     ConcurrentSweepError,
@@ -100,8 +100,8 @@ def test_a_live_sweep_is_refused_and_shown_with_its_eta(grid, sleeper):
 def test_a_run_or_a_notebook_does_not_play_folders_a_live_sweep_plays(grid, sleeper, tmp_path, capsys):
     """`workbench run --resume` and a notebook's drive / adopt_runs into a folder a background sweep is playing
     stop before writing: they would append the same tasks a second time."""
+    from workbench.eval.adoption import adopt_runs
     from workbench.eval.driver import drive
-    from workbench.eval.runner import adopt_runs
 
     out = Path(grid.out)
     out.mkdir(parents=True)

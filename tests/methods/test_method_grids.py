@@ -50,7 +50,7 @@ def test_the_grid_is_its_notebooks_full_profile(grid_file, model, dtype, root):
 def test_the_agmr_grid_is_notebook_04s_full_profile():
     """Notebook 04 (runs_dir absolute, as `workbench reproduce` passes it) builds the same runs as the grid played
     from the repository root: a memory base is the same through either path (runner.identity_diff)."""
-    from workbench.eval.runner import identity_diff
+    from workbench.eval.run_folder import identity_diff
     from workbench.studies.agmr_grids import agmr_configs
 
     model, root = "smollm2-135m-alfworld-v2", ROOT / "runs/full-bfloat16/04_agmr"

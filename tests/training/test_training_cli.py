@@ -22,8 +22,10 @@ def tiny_world(monkeypatch, tmp_path, smol_tokenizer):
     val = [make_traj(seen, n_steps=5, split="valid_seen")]
     base = MemoryBase(tmp_path / "mb")
     base.build_from_trajectories(train)
-    monkeypatch.setattr(memory_base, "expert_trajectories_for", lambda split: train if split == "valid_train" else val)
-    monkeypatch.setattr(memory_base, "default_memory_base", lambda split="valid_train": base)
+    experts = lambda split: train if split == "valid_train" else val  # noqa: E731
+    for module in (memory_base, train_cli):  # the library module and the command that imported its names
+        monkeypatch.setattr(module, "expert_trajectories_for", experts)
+        monkeypatch.setattr(module, "default_memory_base", lambda split="valid_train": base)
     monkeypatch.setattr(train_cli, "load_base", lambda name: (tiny_llama(smol_tokenizer, "sdpa"), smol_tokenizer, 4096))
     monkeypatch.setattr(train_cli.DataConfig, "retriever", "bm25")
     return tmp_path

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from workbench.eval.runner import RunConfig
+from workbench.eval.config import RunConfig
+from workbench.eval.driver import drive
 
 __all__ = ["run_conditions"]
 
@@ -24,8 +25,6 @@ def run_conditions(
             when ``workers`` and ``ray_address`` are unset).
         dtype: the dtype of the runs (default: ``lm``'s, or float32 for a name).
     """
-    from workbench.eval.driver import drive
-
     loaded = not isinstance(lm, str)
     name = lm.name if loaded else lm
     dtype = dtype or (lm.dtype if loaded else "float32")

@@ -30,17 +30,18 @@ from tqdm.auto import tqdm
 
 from workbench.envs.base import Task
 from workbench.envs.memory_base import expert_trajectories_for
+from workbench.eval.adoption import adopt_same_memory
+from workbench.eval.config import RunConfig, select_tasks
 from workbench.eval.executor import Executor, make_executor
 from workbench.eval.jobs import EPISODE, TEACHER_FORCING, Job
-from workbench.eval.runner import (
-    RunConfig,
+from workbench.eval.run_folder import (
+    _episode_lines,
     batch_metrics,
     check_resume,
-    combine_teacher_forced,
-    select_tasks,
-    teacher_forced_key,
     write_run_config,
 )
+from workbench.eval.sweep_status import refuse_live_folders
+from workbench.eval.teacher_forced import combine_teacher_forced, teacher_forced_key
 from workbench.memory.trajectory import (
     Trajectory,
     append_jsonl,
@@ -204,8 +205,6 @@ def drive(cfgs: list[RunConfig], resume: bool = False, progress: bool = True, lm
     Returns:
         A :class:`BatchReport`; ``report.metrics[cfg.out]`` is what that folder's ``metrics.json`` holds.
     """
-    from workbench.eval.sweep_status import refuse_live_folders
-
     refuse_live_folders(c.out for c in cfgs)  # a live background sweep playing these folders: stop, write nothing
     pairs = [(c, r) for c, r in same_memory if c in cfgs]
     kw = dict(resume=resume, progress=progress, lm=lm, workers=workers, ray_address=ray_address, executor=executor,
@@ -230,8 +229,6 @@ def _adopt_and_defer(cfgs: list[RunConfig], pairs: list[tuple[RunConfig, RunConf
                      on_adopt: Callable[[RunConfig, int], None] | None) -> dict[str, set[str]]:
     """Each pair's configuration adopts what its reference has played with the same memory; returns, by folder,
     the tasks it waits for its reference (driven here too) to play first."""
-    from workbench.eval.runner import _episode_lines, adopt_same_memory
-
     defer: dict[str, set[str]] = {}
     for cfg, ref in pairs:
         if (Path(ref.out) / "config.json").exists():

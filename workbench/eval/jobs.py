@@ -25,6 +25,8 @@ from typing import Any
 from workbench.agents.loop import Agent
 from workbench.envs.alfworld import ALFWorldEnv
 from workbench.envs.base import Task
+from workbench.eval.config import policy_for
+from workbench.eval.teacher_forced import expert_for, teacher_forced_part
 from workbench.models.loading import load_model
 
 __all__ = ["Job", "Worker", "EPISODE", "TEACHER_FORCING"]
@@ -101,8 +103,6 @@ class Worker:
     def _policy(self, cfg):
         key = cfg.policy_key()
         if key not in self._policies:
-            from workbench.eval.runner import policy_for
-
             self._policies[key] = policy_for(cfg)
         return self._policies[key]
 
@@ -128,8 +128,6 @@ class Worker:
             result = self._agent(cfg).run(self._env(cfg.max_steps), job.task, self._policy(cfg), max_steps=cfg.max_steps)
             out["trajectory"] = result.trajectory.model_dump(mode="json")
         elif job.kind == TEACHER_FORCING:
-            from workbench.eval.runner import expert_for, teacher_forced_part
-
             agent = self._agent(replace(cfg, decode="score", record_admissible=False))  # scores the admissible
             out["teacher_forced"] = teacher_forced_part(agent, expert_for(cfg.split, job.task.task_id), job.task,
                                                         self._policy(cfg))

@@ -14,13 +14,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from workbench.eval.runner import (
-    RunConfig,
-    batch_metrics,
-    load_run,
-    select_tasks,
-    write_run_config,
-)
+from workbench.eval.config import RunConfig, select_tasks
+from workbench.eval.run_folder import batch_metrics, load_run, write_run_config
 from workbench.memory.trajectory import Trajectory, atomic_write_text, write_jsonl
 
 __all__ = ["merge_runs", "merge_teacher_forced"]

@@ -47,7 +47,10 @@ from workbench.agents.loop import DECODES
 from workbench.agents.policy import get_policy
 from workbench.envs.alfworld import load_alfworld_tasks
 from workbench.envs.selection import NO_TASKS, parse_task_slice
-from workbench.eval.runner import DTYPES, RunConfig
+from workbench.eval.adoption import adopt_runs
+from workbench.eval.config import DTYPES, RunConfig
+from workbench.eval.driver import ORDERS, check_all, drive
+from workbench.eval.sweep_status import refuse_concurrent, sweep_status, this_process
 from workbench.memory.trajectory import atomic_write_text
 from workbench.models.loading import (
     ModelNotFoundError,
@@ -204,8 +207,6 @@ def load_grid(path: str | Path, out: str | None = None, overrides: dict | None =
         for combo in combos:
             name = "-".join([*([str(entry["name"])] if "name" in entry else []), *(str(v) for v in combo.values())])
             resolved.append((name or f"config{i + 1}", {**defaults, **entry, **combo, **(overrides or {})}))
-    from workbench.eval.driver import ORDERS
-
     order = data.get("order", "configs")
     if order not in ORDERS:
         raise GridError(f"{path}: key 'order': '{order}' is not one of {', '.join(ORDERS)}")
@@ -257,20 +258,12 @@ def run_sweep(grid: Grid, workers: int | None = None, ray_address: str | None = 
     first instead of being played (:func:`workbench.eval.runner.adopt_runs`); what was adopted is recorded in
     ``sweep.json`` and each folder's ``config.json``.
     """
-    from workbench.eval.driver import drive
-
     configs = list(grid.configs)
     if only:
         missing = sorted(set(only) - set(grid.names))
         if missing:
             raise GridError(f"{grid.path}: --only {missing[0]}: no such configuration (known: {', '.join(grid.names)})")
         configs = [c for c in configs if Path(c.out).name in only]
-    from workbench.eval.sweep_status import (
-        refuse_concurrent,
-        sweep_status,
-        this_process,
-    )
-
     refuse_concurrent(grid.out, [Path(c.out).name for c in configs])  # before anything is written
     state_file = state_path(grid)
     state = json.loads(state_file.read_text()) if state_file.exists() else {}
@@ -285,12 +278,8 @@ def run_sweep(grid: Grid, workers: int | None = None, ray_address: str | None = 
             "status": {Path(c.out).name: _status(c) for c in grid.configs},
             "invocations": [*state.get("invocations", []), invocation | status], "versions": versions()}, indent=1))
 
-    from workbench.eval.driver import check_all
-
     check_all(configs, resume=True)  # a mismatch is refused before sweep.json is touched
     if adopt_from is not None:
-        from workbench.eval.runner import adopt_runs
-
         invocation["adopted"] = {Path(out).name: what for out, what in adopt_runs(configs, adopt_from).items()}
     names = set(invocation["configurations"])
     invocation["played_at_start"] = {r.name: r.played for r in sweep_status(grid) if r.name in names}  # for ETAs

@@ -26,6 +26,8 @@ from pathlib import Path
 
 import psutil
 
+from workbench.eval.config import select_tasks
+
 __all__ = ["ConcurrentSweepError", "ConfigStatus", "this_process", "live_invocations", "refuse_concurrent",
            "refuse_live_folders", "sweep_status", "format_status"]
 
@@ -126,8 +128,6 @@ def _outcomes(out: Path) -> dict[str, bool]:
 
 def sweep_status(grid) -> list[ConfigStatus]:
     """The status of every configuration of ``grid`` (read from its folders and sweep records; plays nothing)."""
-    from workbench.eval.runner import select_tasks
-
     planned = {Path(c.out).name: {t.task_id for t in select_tasks(c)} for c in grid.configs}
     outcomes = {Path(c.out).name: _outcomes(Path(c.out)) for c in grid.configs}
     refs = dict(grid.same_memory)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from workbench.eval.runner import RunConfig
+from workbench.eval.config import RunConfig
 
 __all__ = ["agmr_configs"]
 

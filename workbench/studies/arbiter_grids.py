@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from workbench.eval.runner import RunConfig
+from workbench.eval.config import RunConfig
 
 __all__ = ["VERBATIM", "condition_name", "ADOPT_ACROSS_BUDGETS", "budget_pairs", "SENSITIVITY_BUDGETS", "sensitivity_configs", "arbiter_configs", "METHODS", "REFERENCE", "reference_configs", "verbatim_configs"]
 

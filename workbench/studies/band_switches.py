@@ -25,7 +25,7 @@ from workbench.agents.counterfactual import argmax
 from workbench.agents.loop import Agent
 from workbench.agents.policy import replay_at
 from workbench.envs.memory_base import expert_trajectories_for
-from workbench.eval.runner import RunConfig, select_tasks
+from workbench.eval.config import RunConfig, select_tasks
 from workbench.eval.task_cache import TaskCache, analysis_key
 from workbench.memory.trajectory import Trajectory
 from workbench.methods.arbiter.policy import ArbiterPolicy

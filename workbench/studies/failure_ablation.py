@@ -10,7 +10,7 @@ from statistics import mean
 from workbench.agents.loop import Agent
 from workbench.agents.policy import replay_at
 from workbench.envs.alfworld_text import is_failure, normalize
-from workbench.eval.runner import policy_for, select_tasks
+from workbench.eval.config import policy_for, select_tasks
 from workbench.eval.task_cache import TaskCache, analysis_key, rows_per_episode
 from workbench.memory.trajectory import Trajectory
 from workbench.models.generation import generate_action

@@ -9,7 +9,7 @@ from statistics import mean
 from workbench.agents.counterfactual import argmax
 from workbench.agents.loop import Agent
 from workbench.agents.policy import MemoryBlock, replay_at
-from workbench.eval.runner import policy_for, select_tasks
+from workbench.eval.config import policy_for, select_tasks
 from workbench.eval.task_cache import (
     TaskCache,
     admissible_along,

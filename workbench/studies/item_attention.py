@@ -7,7 +7,7 @@ from pathlib import Path
 from workbench.agents.loop import Agent
 from workbench.attention.items import episode_item_utilization
 from workbench.envs.alfworld import ALFWorldEnv
-from workbench.eval.runner import RunConfig, select_tasks
+from workbench.eval.config import RunConfig, select_tasks
 from workbench.eval.task_cache import TaskCache, analysis_key
 from workbench.memory.trajectory import Trajectory
 from workbench.methods.arbiter.policy import ArbiterPolicy

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from workbench.eval.runner import RunConfig
+from workbench.eval.config import RunConfig
 from workbench.methods.proactive.variants import list_variants
 
 __all__ = ["SILENT_UNTIL_SPOKEN", "proactive_configs", "VERBATIM", "verbatim_configs", "silent_pairs"]

@@ -10,7 +10,7 @@ from workbench.agents.loop import Agent
 from workbench.attention.instrument import CaptureInstrument
 from workbench.attention.items import item_utilization, span_utilization
 from workbench.envs.alfworld import ALFWorldEnv
-from workbench.eval.runner import RunConfig, policy_for, select_tasks
+from workbench.eval.config import RunConfig, policy_for, select_tasks
 from workbench.eval.task_cache import TaskCache, analysis_key
 from workbench.memory.trajectory import Trajectory
 from workbench.models.scoring import ActionScorer

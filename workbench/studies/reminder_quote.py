@@ -10,7 +10,7 @@ from workbench.agents.loop import Agent
 from workbench.agents.policy import replay_at
 from workbench.envs.alfworld_text import normalize
 from workbench.eval.behaviour import failures
-from workbench.eval.runner import policy_for, select_tasks
+from workbench.eval.config import policy_for, select_tasks
 from workbench.eval.task_cache import TaskCache, analysis_key, rows_per_episode
 from workbench.models.generation import PrefixGenerator
 from workbench.studies.reminder_attention import PLACEBO_TEXT, placebo_prompt

@@ -28,13 +28,10 @@ from workbench.attention.supervision import (
     supervision_pairs,
 )
 from workbench.envs.memory_base import expert_trajectories_for
-from workbench.eval.runner import (
-    RunConfig,
-    load_run,
-    run,
-    select_tasks,
-    teacher_forced_for,
-)
+from workbench.eval.config import RunConfig, select_tasks
+from workbench.eval.run_folder import load_run
+from workbench.eval.run import run
+from workbench.eval.teacher_forced import teacher_forced_for
 from workbench.memory.trajectory import atomic_write_text
 from workbench.models import load_model
 from workbench.studies.supervision import (

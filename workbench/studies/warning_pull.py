@@ -12,7 +12,7 @@ from workbench.agents.loop import Agent
 from workbench.agents.policy import replay_at
 from workbench.envs.alfworld_text import normalize
 from workbench.eval.compare import mcnemar_exact
-from workbench.eval.runner import policy_for, select_tasks
+from workbench.eval.config import policy_for, select_tasks
 from workbench.eval.task_cache import (
     admissible_along,
     replay_game,

@@ -22,7 +22,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch
 
 from workbench.envs.memory_base import default_memory_base, expert_trajectories_for
-from workbench.eval.runner import RunConfig, select_tasks
+from workbench.eval.config import RunConfig, select_tasks
 from workbench.memory.retrieval import get_retriever
 from workbench.memory.trajectory import Trajectory, read_jsonl
 from workbench.models.adapters import adapter_dir, adapter_folder

@@ -10,7 +10,7 @@ import pytest
 from agmr_builders import RIGHT, TASK, WRONG, ScriptedRefiner, entry, make_base
 
 from workbench.cli import main
-from workbench.eval.runner import RunConfig
+from workbench.eval.config import RunConfig
 from workbench.memory import MemoryBase, TrajectoryFormatError, import_eto
 from workbench.memory.trajectory import Trajectory, read_jsonl
 from workbench.methods.agmr import RefineConfig, load_log, refine_stats
@@ -78,7 +78,7 @@ def test_run_checks_its_memory_base_before_anything_is_written(tmp_path, refined
 
 
 def test_a_resumed_evaluation_refuses_a_base_that_changed_since_it_began(tmp_path, refined):
-    from workbench.eval.runner import check_resume, write_run_config
+    from workbench.eval.run_folder import check_resume, write_run_config
 
     cfg = RunConfig(out=str(tmp_path / "o"), memory="traj", memory_base=str(refined))
     write_run_config(cfg)

@@ -80,7 +80,7 @@ def test_the_cheatsheet_of_a_task_is_the_streams_whatever_the_run_plays(tmp_path
     """valid_unseen in its fixed order: task 5's cheatsheet is the same curated directly as after tasks 0-4 were
     played, and the block shows its insights as ReAct thoughts under the task's goal."""
     from workbench.envs.memory_base import expert_trajectories_for
-    from workbench.eval.runner import RunConfig, select_tasks
+    from workbench.eval.config import RunConfig, select_tasks
 
     tasks = select_tasks(RunConfig(out="-", split="valid_unseen", tasks="0:6", memory="none"))
     goals = {e.task_id: e.goal for e in expert_trajectories_for("valid_unseen")}

@@ -56,7 +56,7 @@ def test_failure_memory_ablation_rewrites_the_action_without_the_failure_items(t
                                                                                monkeypatch):
     """At a repeated failed command the policy is replayed along the episode and the agent writes again from P_t
     as shown and without the Constraint / Episodic items that record the failure."""
-    from workbench.eval.runner import RunConfig
+    from workbench.eval.config import RunConfig
     from workbench.memory.trajectory import Step, Trajectory
     from workbench.studies.failure_ablation import (
         FAILURE_ABLATIONS,
@@ -114,7 +114,7 @@ def test_loop_switch_shows_the_hidden_episodic_record_at_a_loop(tiny_lm, expert,
     """At an A, B, A, B loop of a failed scoring episode, the game and the policy are replayed to the state and it
     is scored again with every hidden Episodic item brought back focal; rows are kept per episode."""
     from workbench.envs.alfworld import ALFWorldEnv
-    from workbench.eval.runner import RunConfig, select_tasks
+    from workbench.eval.config import RunConfig, select_tasks
     from workbench.memory.trajectory import Step, Trajectory
     from workbench.studies.loop_switch import (
         loop_episodic_switch,
@@ -167,7 +167,7 @@ def test_first_step_ablation_scores_step_0_without_each_bank_without_items_and_a
     """Where a working-memory episode's first action differs from the action agent alone's, step 0 is replayed
     and scored with each bank left out, with no item and as the ReAct prompt; the reference is read each time."""
     from workbench.agents.policy import MemoryBlock
-    from workbench.eval.runner import RunConfig, select_tasks
+    from workbench.eval.config import RunConfig, select_tasks
     from workbench.memory.trajectory import Step, Trajectory
     from workbench.studies.first_step_ablation import (
         _first_step_variants,
@@ -189,7 +189,7 @@ def test_first_step_ablation_scores_step_0_without_each_bank_without_items_and_a
     row = rows[0]
     assert (row["recorded"], row["react_first"], row["success"]) == (expert.steps[0].action, other, expert.success)
     from workbench.agents.policy import replay_at
-    from workbench.eval.runner import policy_for
+    from workbench.eval.config import policy_for
 
     block = next(replay_at(policy_for(cfg), task, expert, [0]))[3]
     variants = _first_step_variants(block)

@@ -122,9 +122,8 @@ def test_the_budget_sensitivity_table_pairs_each_budget_with_500_on_the_slice():
 def test_the_analyses_beyond_the_paper_resume_from_their_cache(tiny_lm, tmp_path, monkeypatch):
     """Item attention and band switches keep each task's result: a second render reads them (nothing is played or
     re-scored) and summarises them exactly as the first did."""
-    import workbench.methods.arbiter.causal as causal
-
-    import workbench.attention.items as items
+    import workbench.studies.band_switches as band_switch_study
+    import workbench.studies.item_attention as item_study
     from workbench.attention.items import focal_vs_ambient
     from workbench.studies.band_switches import band_switches, summarize_band_switches
     from workbench.studies.item_attention import item_attention
@@ -137,8 +136,8 @@ def test_the_analyses_beyond_the_paper_resume_from_their_cache(tiny_lm, tmp_path
     def played(*a, **k):
         raise AssertionError("computed again")
 
-    monkeypatch.setattr(items, "episode_item_utilization", played)
-    monkeypatch.setattr(causal, "band_switch_effects", played)
+    monkeypatch.setattr(item_study, "episode_item_utilization", played)
+    monkeypatch.setattr(band_switch_study, "band_switch_effects", played)
     rows2, trajs2 = item_attention(tiny_lm, heads, "valid_unseen", "0:1", max_steps=3, cache_dir=tmp_path)
     switches2 = band_switches(tiny_lm, "valid_unseen", "0:1", steps_per_task=2, cache_dir=tmp_path)
     assert focal_vs_ambient(rows2) == focal_vs_ambient(rows)

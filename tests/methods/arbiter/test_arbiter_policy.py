@@ -8,7 +8,7 @@ import json
 import pytest
 
 from workbench.envs.memory_base import expert_trajectories_for
-from workbench.eval.runner import RunConfig, policy_for, select_tasks
+from workbench.eval.config import RunConfig, policy_for, select_tasks
 from workbench.llm.offline import OfflineALFWorldBackend
 from workbench.llm.protocol import ChatResult
 from workbench.memory.tokens import count_o200k

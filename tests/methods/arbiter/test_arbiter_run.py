@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from workbench.cli import main
-from workbench.eval.runner import RunConfig, run
+from workbench.eval.config import RunConfig
+from workbench.eval.run import run
 from workbench.memory.trajectory import iter_jsonl_dicts
 
 TASKS = "0:134:67"  # 2 tasks

@@ -177,7 +177,9 @@ def test_the_reminder_quote_ablation_writes_the_action_again_four_ways_at_each_s
     from dataclasses import replace
 
     from workbench.eval.behaviour import failures
-    from workbench.eval.runner import RunConfig, load_run, run
+    from workbench.eval.config import RunConfig
+    from workbench.eval.run import run
+    from workbench.eval.run_folder import load_run
     from workbench.models.generation import PrefixGenerator
     from workbench.studies.reminder_quote import (
         REMINDER_ABLATIONS,
@@ -220,7 +222,9 @@ def test_the_warning_pull_ablation_scores_each_warning_state_five_ways(tiny_lm, 
 
     from workbench.agents.counterfactual import is_warning, named_commands
     from workbench.agents.loop import Agent
-    from workbench.eval.runner import RunConfig, load_run, run
+    from workbench.eval.config import RunConfig
+    from workbench.eval.run import run
+    from workbench.eval.run_folder import load_run
     from workbench.studies.warning_pull import (
         UNNAMED,
         WARNING_ABLATIONS,

@@ -10,7 +10,7 @@ import random
 import pytest
 
 from workbench.envs.memory_base import expert_trajectories_for
-from workbench.eval.runner import RunConfig, policy_for, select_tasks
+from workbench.eval.config import RunConfig, policy_for, select_tasks
 from workbench.llm.protocol import ChatResult, ToolCall
 from workbench.llm.tools import format_text_tool_call
 from workbench.memory.trajectory import Step, Trajectory

@@ -48,11 +48,11 @@ def test_an_agent_that_writes_its_action_writes_it_again_without_the_reminder(ti
     prompt without the reminder line, and records what it wrote (no distribution: no p fields)."""
     import workbench.agents.loop as loop
     from workbench.agents.counterfactual import follows
+    from workbench.agents.policy import build_policy
     from workbench.envs.alfworld import ALFWorldEnv
     from workbench.envs.alfworld_text import normalize
+    from workbench.eval.config import RunConfig, select_tasks
     from workbench.eval.interventions import intervention_metrics
-    from workbench.eval.runner import RunConfig, select_tasks
-    from workbench.agents.policy import build_policy
 
     calls = []
     real = loop.PrefixGenerator.generate

@@ -1,0 +1,152 @@
+"""A run's configuration: the tasks, the agent (model, dtype, decode) and the memory policy with its options; what a run folder's identity is made of."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from workbench.agents.loop import check_decode
+from workbench.agents.policy import POLICIES, build_policy, policy_options
+from workbench.envs.alfworld import load_alfworld_tasks
+from workbench.envs.base import Task
+from workbench.envs.selection import NO_TASKS, parse_task_slice
+from workbench.models.registry import DEFAULT_AGENT
+
+__all__ = ["DTYPES", "OPTION_FIELDS", "RunConfig", "select_tasks", "policy_for"]
+
+
+DTYPES = ("float32", "bfloat16")
+
+
+#: RunConfig fields that are memory-policy options (validated by the policy's own options model)
+OPTION_FIELDS = ("budget", "ablation", "backend", "backend_args", "interval", "triggers", "memory_base")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One batch run.
+
+    Attributes:
+        split: task split (valid_unseen, valid_seen, valid_train).
+        tasks: a Python-style slice of the split's sorted task list ("0:20", ":", "5") or "all".
+        memory: memory policy name (none, icl, traj).
+        model: model name or path for ``load_model``.
+        retriever: retriever for ``traj`` (minilm, bm25).
+        task_types: optional filter by short task type.
+        teacher_forcing: also compute teacher-forced next-action accuracy on the tasks' expert plans.
+        decode: ``score`` (likelihood over admissible commands), ``generate`` (Thought/Action mapped to an
+            admissible command) or ``generate-verbatim`` (Thought/Action executed as written: ALFWorld answers an
+            invalid command "Nothing happens."); see ``workbench.agents.loop.DECODES``.
+        dtype: the model's weights and activations: ``float32`` or ``bfloat16`` (see the README for which
+            batch runs use and why).
+        teacher_forcing_tasks: the slice teacher forcing scores, when it is not ``tasks`` (teacher forcing is
+            cheap and low-variance, so it often covers more tasks than the episodes).
+        budget: the memory block's budget in o200k tokens (working-memory policies: arbiter, flat-recency,
+            flat-retrieval; 500 when not given).
+        ablation: a MemArbiter ablation (no-banks, no-signals, no-gate).
+        backend: the LLM backend of a method's memory stages (arbiter: offline-alfworld when not given).
+        backend_args: ``KEY=VALUE`` arguments of that backend (base_url=..., model=...).
+        interval: the proactive memory agent runs at step 0 and every ``interval`` steps (1 when not given).
+        triggers: its extra event triggers (failed, repeated, new-location).
+        record_admissible: keep every step's admissible commands in the episode records (on-policy data).
+        memory_base: the memory base folder icl / traj / awm read (e.g. one ``workbench refine`` wrote); None: the
+            default base (valid_train expert trajectories).
+    """
+
+    out: str
+    env: str = "alfworld"
+    split: str = "valid_unseen"
+    tasks: str = "0:20"
+    memory: str = "traj"
+    model: str = DEFAULT_AGENT  # agent v2; "smollm2-135m-alfworld" is v1, "smollm2-135m-instruct" the untrained model
+    retriever: str = "minilm"
+    max_steps: int = 50
+    task_types: tuple[str, ...] = ()
+    teacher_forcing: bool = True
+    decode: str = "score"
+    seed: int = 0
+    dtype: str = "float32"
+    teacher_forcing_tasks: str | None = None
+    budget: int | None = None
+    ablation: str | None = None
+    backend: str | None = None
+    backend_args: tuple[str, ...] = ()
+    interval: int | None = None
+    triggers: tuple[str, ...] = ()
+    record_admissible: bool = False
+    memory_base: str | None = None
+
+    @property
+    def tf_tasks(self) -> str:
+        """The slice teacher forcing covers."""
+        return self.teacher_forcing_tasks or self.tasks
+
+    def __post_init__(self) -> None:
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype '{self.dtype}': expected one of {', '.join(DTYPES)}")
+        check_decode(self.decode)
+        if self.tasks.strip() == NO_TASKS and (not self.teacher_forcing or self.tf_tasks.strip() == NO_TASKS):
+            raise ValueError("tasks 'none' plays no episode: it is a teacher-forcing-only run, so give "
+                             "teacher_forcing_tasks (--teacher-forcing-tasks), e.g. 0:140:7, and leave teacher forcing on")
+        for name in ("task_types", "backend_args", "triggers"):  # config.json stores them as lists
+            object.__setattr__(self, name, tuple(getattr(self, name) or ()))
+        self._validate_options()
+        if self.memory_base is not None and not (Path(self.memory_base) / "entries.jsonl").exists():
+            raise ValueError(f"--memory-base {self.memory_base}: no memory base there (no entries.jsonl); pass a "
+                             "folder `workbench refine --base-out` wrote, or leave it out for the default base")
+
+    def _validate_options(self) -> None:
+        """The memory policy's own options model checks the options this run sets and fills in its defaults; the
+        runner knows no policy's options (``workbench.agents.policy.POLICIES``)."""
+        takes = policy_options(self.memory)  # a clear error for unknown policies
+        given = {k: getattr(self, k) for k in OPTION_FIELDS if getattr(self, k) not in (None, ())}
+        for opt in given:
+            if opt not in takes:
+                raise ValueError(f"--{opt.replace('_', '-')} does not apply to --memory {self.memory} "
+                                 f"(it takes: {', '.join(t for t in takes if t != 'retriever') or 'no options'})")
+        valid = POLICIES.validate(self.memory, given)
+        for opt in OPTION_FIELDS:
+            if opt in valid:
+                value = valid[opt]
+                object.__setattr__(self, opt, tuple(value) if isinstance(value, list) else value)
+
+    @property
+    def options(self) -> dict:
+        """The memory policy's options as this run sets them (after its defaults)."""
+        return {k: getattr(self, k) for k in policy_options(self.memory) if k != "retriever"}
+
+    def policy_key(self) -> tuple:
+        """What a policy built for this run depends on (a worker reuses one policy per key)."""
+        return (self.memory, self.retriever, self.budget, self.ablation, self.backend, self.backend_args,
+                self.interval, self.triggers, self.memory_base)
+
+    @property
+    def method(self) -> str:
+        """The memory condition as tables name it: ``arbiter/no-gate@500``, ``flat-recency@750``, ``traj``."""
+        name = self.memory + (f"/{self.ablation}" if self.ablation else "")
+        name += f"[{Path(self.memory_base).name}]" if self.memory_base else ""
+        name += f"@{self.budget}" if self.budget is not None else ""
+        name += f"/k={self.interval}" if self.interval not in (None, 1) else ""
+        return name + (f"+{'+'.join(self.triggers)}" if self.triggers else "")
+
+    def identity(self) -> dict:
+        """The fields that must match for ``--resume`` to continue a run."""
+        d = asdict(self)
+        d.pop("out")
+        d["task_types"] = list(d["task_types"])
+        d["backend_args"] = list(d["backend_args"])
+        d["triggers"] = list(d["triggers"])
+        return d
+
+
+def select_tasks(cfg: RunConfig, spec: str | None = None) -> list[Task]:
+    """The tasks of ``cfg`` (its ``tasks`` slice, or ``spec``), in the split's sorted order."""
+    if cfg.env != "alfworld":
+        raise ValueError(f"env '{cfg.env}' is not available (available: alfworld)")
+    tasks = load_alfworld_tasks(cfg.split, list(cfg.task_types) or None)
+    return [tasks[i] for i in parse_task_slice(spec or cfg.tasks, len(tasks))]
+
+
+def policy_for(cfg: "RunConfig"):
+    """The memory policy of run ``cfg``."""
+    return build_policy(cfg.memory, cfg.retriever, **cfg.options)
