@@ -20,6 +20,7 @@ from pathlib import Path
 from workbench.eval.config import RunConfig
 from workbench.eval.metrics import by_task_type, episode_metrics
 from workbench.memory.base import MemoryBase
+from workbench.memory.keyed import key_diff
 from workbench.memory.trajectory import (
     Trajectory,
     atomic_write_text,
@@ -41,7 +42,7 @@ def identity_diff(old: dict, new: dict, ignore: tuple[str, ...] = ()) -> dict:
     through a relative path by a sweep and through an absolute one by a notebook, or from another checkout, is
     the same run."""
     skip = {*ignore, *(("memory_base",) if old.get("memory_base") and new.get("memory_base") else ())}
-    return {k: (old.get(k), v) for k, v in new.items() if k not in skip and old.get(k) != v}
+    return key_diff(old, new, skip)
 
 
 def check_resume(cfg: RunConfig, resume: bool) -> set[str]:

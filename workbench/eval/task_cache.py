@@ -12,7 +12,6 @@ in the key: after changing an analysis, delete its files (or pass ``folder=None`
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from contextlib import contextmanager
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.envs.alfworld import ALFWorldEnv
+from workbench.memory.keyed import canonical, digest
 from workbench.memory.trajectory import (
     TrajectoryFormatError,
     append_jsonl,
@@ -42,13 +42,12 @@ class TaskCache:
     """
 
     def __init__(self, folder: str | os.PathLike | None, name: str, key: dict) -> None:
-        self.key = json.loads(json.dumps(key, sort_keys=True, default=str))
+        self.key = canonical(key)
         self.done: dict[str, Any] = {}
         self.path: Path | None = None
         if folder is None:
             return
-        digest = hashlib.sha256(json.dumps(self.key, sort_keys=True).encode()).hexdigest()[:12]
-        self.path = Path(folder) / f"{name}-{digest}.jsonl"
+        self.path = Path(folder) / f"{name}-{digest(self.key)}.jsonl"
         if not self.path.exists():
             return
         try:

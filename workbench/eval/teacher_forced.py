@@ -13,6 +13,7 @@ from workbench.agents.teacher_forcing import teacher_forced_accuracy
 from workbench.envs.base import Task
 from workbench.envs.memory_base import expert_trajectories_for
 from workbench.eval.config import RunConfig, select_tasks
+from workbench.memory.keyed import read_keyed_json
 from workbench.memory.trajectory import (
     Trajectory,
     atomic_write_text,
@@ -63,10 +64,8 @@ def teacher_forced_for(lm, memory: str, split: str, tasks: str, out: str | Path,
     """
     path = Path(out) / "teacher_forced.json"
     key = teacher_forced_key(lm.name, lm.dtype, memory, split, tasks)
-    if path.exists():
-        cached = json.loads(path.read_text())
-        if cached.get("key") == key:
-            return cached["result"]
+    if (cached := read_keyed_json(path, key)) is not None:
+        return cached["result"]
     by_id = {t.task_id: t for t in select_tasks(RunConfig(out=str(out), split=split, tasks=tasks))}
     agent, policy = Agent.from_model(lm), policy or build_policy(memory)
     experts = [e for e in expert_trajectories_for(split) if e.task_id in by_id]

@@ -27,6 +27,7 @@ from workbench.agents.teacher_forcing import teacher_forced_accuracy
 from workbench.attention.head_set import Head, HeadSet
 from workbench.attention.instrument import HeadMaskInstrument
 from workbench.attention.masking import random_heads
+from workbench.memory.keyed import read_keyed_json, write_keyed_json
 from workbench.memory.trajectory import atomic_write_text
 
 __all__ = ["AblationCondition", "ConditionScore", "HeadAblationResult", "ablation_conditions", "run_head_ablation"]
@@ -242,13 +243,11 @@ def run_head_ablation(
         # Unmasked arms do not depend on k: they are shared by ablations of any k.
         stem = cond.group if not cond.heads else f"{cond.group}-k{len(top)}-{cond.seed or 0}"
         path = Path(cache_dir) / f"{stem}.json" if cache_dir else None
-        if path is not None and path.exists():
-            cached = json.loads(path.read_text())
-            if cached.get("key") == key:
-                rows.append(ConditionScore.model_validate(cached["score"]))
-                continue
+        if path is not None and (cached := read_keyed_json(path, key)) is not None:
+            rows.append(ConditionScore.model_validate(cached["score"]))
+            continue
         row = _score_arm(agent, cond, policies[cond.memory], experts, tasks, env, episode_tasks, max_steps, progress)
         if path is not None:
-            atomic_write_text(path, json.dumps({"key": key, "score": row.model_dump(mode="json")}, indent=1))
+            write_keyed_json(path, key, {"score": row.model_dump(mode="json")})
         rows.append(row)
     return HeadAblationResult(lm.name, len(top), tuple(rows))

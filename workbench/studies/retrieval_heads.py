@@ -29,10 +29,10 @@ from workbench.attention.supervision import (
 )
 from workbench.envs.memory_base import expert_trajectories_for
 from workbench.eval.config import RunConfig, select_tasks
-from workbench.eval.run_folder import load_run
 from workbench.eval.run import run
+from workbench.eval.run_folder import load_run
 from workbench.eval.teacher_forced import teacher_forced_for
-from workbench.memory.trajectory import atomic_write_text
+from workbench.memory.keyed import KeyedResult
 from workbench.models import load_model
 from workbench.studies.supervision import (
     build_step_level,
@@ -74,15 +74,6 @@ def teacher_forced_steps(lm: Any, memory: str, split: str, tasks: str, folder: s
         teacher_forced_for(lm, memory, split, tasks, folder, progress=progress)
         data = json.loads(path.read_text())
     return data["per_step"]
-
-
-def _cached(path: Path, key: dict) -> bool:
-    meta = path.with_suffix(path.suffix + ".key")
-    return path.exists() and meta.exists() and json.loads(meta.read_text()) == json.loads(json.dumps(key))
-
-
-def _mark(path: Path, key: dict) -> None:
-    atomic_write_text(path.with_suffix(path.suffix + ".key"), json.dumps(key, indent=1))
 
 
 def _round_robin(records: list[SupervisionRecord]) -> list[SupervisionRecord]:
@@ -128,7 +119,7 @@ def build_supervision(
            "analyzer": analyzer if isinstance(analyzer, str) else getattr(analyzer, "name", "backend"),
            "episode_runs": [str(p) for p in episode_runs] if episode_runs else None,
            "episode_tasks": episode_tasks, "max_steps": max_steps if episode_tasks else None}
-    if _cached(path, key):
+    if KeyedResult(path, key).fresh():
         return load_supervision(path)
     if episode_tasks and not episode_runs:
         episode_runs = (runs_dir / "ep-none", runs_dir / "ep-traj")
@@ -155,7 +146,7 @@ def build_supervision(
     records += _round_robin(steps)
     records = records[:max_pairs] if max_pairs is not None else records
     save_supervision(path, records)
-    _mark(path, key)
+    KeyedResult(path, key).mark()
     return records
 
 
@@ -168,12 +159,12 @@ def retrieval_heads(
     """Head scores of ``lm`` over ``records`` (``runs_dir/head_scores.json``, cached by model and records)."""
     path = Path(runs_dir) / "head_scores.json"
     key = {"model": lm.name, "dtype": lm.dtype, "records": [[r.task_id, r.step, r.key_spans] for r in records]}
-    if _cached(path, key):
+    if KeyedResult(path, key).fresh():
         return HeadScores.load(path, model_name=lm.name)
     if not records:
         raise ValueError("the supervision set is empty: widen the tasks (no step where memory corrected the "
                          "model), or load a supervision file")
     scores = score_heads(lm, supervision_pairs(records, lm), progress=progress)
     scores.save(path)
-    _mark(path, key)
+    KeyedResult(path, key).mark()
     return scores

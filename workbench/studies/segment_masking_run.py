@@ -10,12 +10,13 @@ from workbench.agents.loop import Agent
 from workbench.agents.policy import build_policy
 from workbench.attention.head_set import Head, HeadSet
 from workbench.envs.alfworld import ALFWorldEnv
+from workbench.memory.keyed import KeyedResult
 from workbench.methods.agmr.recording import (
     UtilizationEpisode,
     load_utilization,
     save_utilization,
 )
-from workbench.studies.retrieval_heads import _cached, _mark, split_experts
+from workbench.studies.retrieval_heads import split_experts
 from workbench.studies.segment_masking import SegmentMaskingResult, run_segment_masking
 
 __all__ = ["segment_masking"]
@@ -41,7 +42,7 @@ def segment_masking(
            "episode_tasks": episode_tasks, "max_steps": max_steps, "fraction": fraction,
            "carrier_heads": carrier_heads if isinstance(carrier_heads, (str, type(None)))
            else [list(h) for h in HeadSet.of(carrier_heads)]}
-    if _cached(path, key) and util.exists():
+    if KeyedResult(path, key).fresh() and util.exists():
         return SegmentMaskingResult.load(path), load_utilization(util)
     _, by_id, experts = split_experts(split, tf_tasks)
     ep_tasks, _, ep_experts = split_experts(split, episode_tasks)
@@ -57,5 +58,5 @@ def segment_masking(
             env.close()
     result.save(path)
     save_utilization(util, records)
-    _mark(path, key)
+    KeyedResult(path, key).mark()
     return result, records
