@@ -13,6 +13,7 @@ Every other weight keeps its small random init (std 0.02), which moves the candi
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -129,7 +130,7 @@ class ToyWorkingMemory:
         for item in bands:
             if item not in known:
                 raise KeyError(f"no active item {item} at this step")
-        return self._assemble(dict(bands))
+        return replace(self._assemble(dict(bands)), reminder=None)  # the working memory only, as MemArbiter's
 
     def _assemble(self, moved: dict) -> MemoryBlock:
         shown = []
@@ -175,19 +176,25 @@ class KeyRoom:
         self.max_steps = max_steps
 
     def reset(self, task) -> StepResult:
+        self.turn = 0
         return StepResult(f"{ROOM}\n\nYour task is to: {GOAL}", 0.0, False, False, PLACES)
 
     def step(self, action: str) -> StepResult:
-        return StepResult("Nothing happens.", 0.0, False, False, PLACES)
+        self.turn += 1
+        return StepResult(_nothing(self.turn), 0.0, False, False, PLACES)
 
     def close(self) -> None:
         pass
 
 
+def _nothing(turn: int) -> str:
+    return f"Nothing happens at turn {turn}."  # a different o_t at every step: a replay one step off shows
+
+
 def episode(n_steps: int = 3) -> Trajectory:
     """A recorded episode in :class:`KeyRoom` (built directly: no agent played it)."""
-    steps = tuple(Step(observation=f"{ROOM}\n\nYour task is to: {GOAL}" if k == 0 else "Nothing happens.",
+    steps = tuple(Step(observation=f"{ROOM}\n\nYour task is to: {GOAL}" if k == 0 else _nothing(k),
                        action=PLACES[(k + 1) % len(PLACES)]) for k in range(n_steps))
     return Trajectory(task_id=TASK.task_id, task_type=TASK.task_type, goal=GOAL, initial_observation=ROOM,
                       steps=steps, success=False, source="test", split=TASK.split,
-                      meta={"final_observation": "Nothing happens.", "admissible": [list(PLACES)] * n_steps})
+                      meta={"final_observation": _nothing(n_steps), "admissible": [list(PLACES)] * n_steps})

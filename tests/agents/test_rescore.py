@@ -11,19 +11,46 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))  # rescore_tiny
 
-from rescore_tiny import (  # noqa: E402
-    ANSWER, GOAL, PLACES, PLANTED, ROOM, TASK, KeyRoom, Shows, ToyWorkingMemory, build_copy_lm, episode,
+from rescore_tiny import (
+    ANSWER,
+    GOAL,
+    PLACES,
+    PLANTED,
+    ROOM,
+    TASK,
+    KeyRoom,
+    Shows,
+    ToyWorkingMemory,
+    build_copy_lm,
+    episode,
 )
 
-from workbench.agents.edits import (  # noqa: E402
-    ClearMemory, DropBank, DropItem, EditError, MaskHeads, MaskSegments, PlaceboReminder, RemoveReminder,
-    ReplaceReminder, RewriteItem, SetBand, ShowOnly,
+from workbench.agents.edits import (
+    ClearMemory,
+    DropBank,
+    DropItem,
+    EditError,
+    MaskHeads,
+    MaskSegments,
+    PlaceboReminder,
+    RemoveReminder,
+    ReplaceReminder,
+    RewriteItem,
+    SetBand,
+    ShowOnly,
 )
-from workbench.agents.loop import Agent  # noqa: E402
-from workbench.agents.policy import MemoryBlock  # noqa: E402
-from workbench.agents.rescore import State, apply_edits, rescore, rescore_many, state_at, states_at  # noqa: E402
-from workbench.memory.render import render_pieces  # noqa: E402
-from workbench.memory.trajectory import MemoryEntry, Segment  # noqa: E402
+from workbench.agents.loop import Agent
+from workbench.agents.policy import MemoryBlock
+from workbench.agents.rescore import (
+    State,
+    apply_edits,
+    rescore,
+    rescore_many,
+    state_at,
+    states_at,
+)
+from workbench.memory.render import render_pieces
+from workbench.memory.trajectory import MemoryEntry, Segment
 
 REMINDER = "Look in the safe first."
 
@@ -38,13 +65,13 @@ def _state(policy=None, step: int = 1) -> State:
 
 
 def _forwards(agent, monkeypatch) -> list:
-    """Every scoring forward of ``agent`` from now on is appended to the returned list."""
+    """The ScoreResult of every scoring forward of ``agent`` from now on is appended to the returned list."""
     calls: list = []
     score = agent.scorer.score
 
     def counted(*a, **kw):
-        calls.append(a)
-        return score(*a, **kw)
+        calls.append(score(*a, **kw))
+        return calls[-1]
 
     monkeypatch.setattr(agent.scorer, "score", counted)
     return calls
@@ -61,7 +88,7 @@ def test_the_replayed_prompt_is_the_one_the_agent_saw_and_no_edit_reproduces_its
         assert r.p_edited == r.p  # exactly, not to a tolerance
         assert r.noop and r.tv == 0.0 and not r.flipped
         assert r.choice == state.action == traj.steps[state.step].action
-        assert r.p_chosen == pytest.approx(traj.meta["steps"][state.step]["p_action"], abs=1e-5)
+        assert r.p_chosen == pytest.approx(state.record["p_action"], abs=1e-5)  # the loop reused its KV cache
 
 
 def test_an_empty_edit_list_is_exact_whatever_the_cache_held_before(agent):
@@ -183,6 +210,7 @@ def test_a_band_edit_on_a_policy_that_cannot_reassemble_names_the_edit_and_the_p
 
 def test_show_only_drop_bank_rewrite_and_clear(agent):
     state = _state()
+    assert state.item_ids == ("R1", "R2", "E1") and state.banks == ("reference", "episodic")
     only = apply_edits(agent, state, [ShowOnly("E1")]).block.working_memory
     assert [p.item for p in only if p.kind == "wm_item"] == ["E1"] and [p.bank for p in only if p.kind == "wm_bank"] == ["episodic"]
     frame = apply_edits(agent, state, [ShowOnly(())]).block.working_memory
@@ -222,6 +250,8 @@ def test_rescore_many_scores_the_factual_state_once(agent, monkeypatch):
     rs = rescore_many(agent, _state(), {"a": [DropItem("E1")], "b": [SetBand("R1", "H")], "c": []})
     assert len(forwards) == 4 and list(rs) == ["a", "b", "c"]
     assert rs["a"].p is rs["b"].p is rs["c"].p
+    # each forward from an empty KV cache: no edited (or head-masked) prefix is ever reused by the next one
+    assert [f.reused_tokens for f in forwards] == [0, 0, 0, 0]
 
 
 def test_a_state_outside_the_episode_or_without_candidates_is_refused():

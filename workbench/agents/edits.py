@@ -35,9 +35,25 @@ from workbench.envs.base import Task
 from workbench.prompts.layout import BuiltPrompt
 from workbench.prompts.working_memory import WMPiece
 
-__all__ = ["Edit", "EditError", "Reassembles", "SetBand", "DropItem", "ShowOnly", "DropBank", "RewriteItem",
-           "MaskSegments", "ReplaceReminder", "RemoveReminder", "ClearMemory", "PlaceboReminder", "MaskHeads",
-           "PLACEBO_TEXT", "BANDS", "reassembled"]
+__all__ = [
+    "BANDS",
+    "PLACEBO_TEXT",
+    "ClearMemory",
+    "DropBank",
+    "DropItem",
+    "Edit",
+    "EditError",
+    "MaskHeads",
+    "MaskSegments",
+    "PlaceboReminder",
+    "Reassembles",
+    "RemoveReminder",
+    "ReplaceReminder",
+    "RewriteItem",
+    "SetBand",
+    "ShowOnly",
+    "reassembled",
+]
 
 #: The bands a working-memory item can be put in: focal, ambient, hidden (left out of P_t).
 BANDS = {"F": "F", "A": "A", "H": "H", "focal": "F", "ambient": "A", "hidden": "H"}
@@ -346,7 +362,7 @@ class PlaceboReminder(Edit):
         filler = list(tokenizer((" " + self.text.strip()) * (body // 4 + 2), add_special_tokens=False).input_ids)
         if len(filler) < body:
             raise EditError(f"{self!r}: the placebo text is too short to fill {body} tokens")
-        new = toks[:start + k] + filler[:body - 1] + toks[start + k + body:]
+        new = toks[:start + k] + filler[:body] + toks[start + k + body:]
         cut = len(prompt.prefix)
         return replace(prompt, prefix=tuple(new[:cut]), suffix=tuple(new[cut:]))
 

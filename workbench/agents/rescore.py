@@ -24,7 +24,7 @@ replayed exactly as the loop fed it (:func:`~workbench.agents.policy.replay`), a
 starts from an empty KV cache, so a distribution depends on its tokens, candidates and hooks alone: an empty edit
 list reproduces the factual distribution exactly (bit for bit, not to a tolerance), and a head mask never leaks
 into a cached prefix that a later forward reuses. (The loop itself reused the cache across steps, so its
-recorded ``p_action`` may differ from ``p`` in the last float digits; the choice does not.) Every edited prompt is
+recorded ``p_action`` may differ from ``p`` in the last float digits: check a replay by its choice.) Every edited prompt is
 made before the first forward, so an edit that cannot apply raises before any model time is spent.
 """
 
@@ -32,10 +32,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from workbench.agents.counterfactual import argmax, choice_shift
-from workbench.agents.edits import Edit, EditError, SetBand, reassembled
+from workbench.agents.edits import Edit, EditError, reassembled
 from workbench.agents.loop import Agent, StepInstrument
 from workbench.agents.policy import MemoryBlock, MemoryPolicy, replay_at
 from workbench.envs.base import Task
@@ -43,7 +42,7 @@ from workbench.memory.trajectory import Step, Trajectory
 from workbench.models.scoring import ActionScorer
 from workbench.prompts.layout import BuiltPrompt
 
-__all__ = ["State", "Edited", "Rescore", "state_at", "states_at", "apply_edits", "rescore", "rescore_many"]
+__all__ = ["Edited", "Rescore", "State", "apply_edits", "rescore", "rescore_many", "state_at", "states_at"]
 
 _STAGES = ("policy", "block", "prompt", "forward")
 
@@ -61,6 +60,8 @@ class State:
         block: B_k, the memory block the policy showed.
         candidates: the commands admissible at k (what is scored).
         action: the command the episode recorded at k (None for a state never played).
+        record: what the run recorded for step k (``Trajectory.meta["steps"][k]``: its reminder, p_action...), or
+            empty; what a study checks the replay against.
         policy: the policy, paused at k (it has shown B_k and not yet observed step k): what ``SetBand`` asks to
             re-assemble. It is the live object: replaying it further (the next state of :func:`states_at`, or
             another :func:`state_at` on it) moves it on, so re-score a state before asking for the next.
@@ -75,7 +76,18 @@ class State:
     block: MemoryBlock
     candidates: tuple[str, ...]
     action: str | None = None
+    record: Mapping = field(default_factory=dict)
     policy: MemoryPolicy | None = None
+
+    @property
+    def item_ids(self) -> tuple[str, ...]:
+        """The working-memory items the block shows, in prompt order (what DropItem / ShowOnly may name)."""
+        return tuple(p.item for p in self.block.working_memory if p.kind == "wm_item" and p.item is not None)
+
+    @property
+    def banks(self) -> tuple[str, ...]:
+        """The banks the block shows, in prompt order (what DropBank may name)."""
+        return tuple(dict.fromkeys(p.bank for p in self.block.working_memory if p.kind == "wm_item" and p.bank))
 
     def prompt(self, agent: Agent, block: MemoryBlock | None = None) -> BuiltPrompt:
         """The action prompt of this state with ``block`` as its memory (default: the factual B_k)."""
@@ -102,6 +114,7 @@ def states_at(policy: MemoryPolicy, task: Task, traj: Trajectory, steps: Sequenc
     bad = [k for k in wanted if not 0 <= k < traj.n_steps]
     if bad:
         raise ValueError(f"step {bad[0]} is outside episode {traj.task_id} (steps 0..{traj.n_steps - 1})")
+    records = (traj.meta or {}).get("steps") or []
     for k, step, history, block in replay_at(policy, task, traj, wanted):
         try:
             cands = tuple(admissible[k])
@@ -110,7 +123,8 @@ def states_at(policy: MemoryPolicy, task: Task, traj: Trajectory, steps: Sequenc
         if not cands:
             raise ValueError(f"step {k} of {traj.task_id}: the admissible command list is empty")
         yield State(task=task, step=k, room=traj.initial_observation, goal=traj.goal, history=tuple(history),
-                    observation=step.observation, block=block, candidates=cands, action=step.action, policy=policy)
+                    observation=step.observation, block=block, candidates=cands, action=step.action,
+                    record=records[k] if k < len(records) else {}, policy=policy)
 
 
 def state_at(policy: MemoryPolicy, task: Task, traj: Trajectory, step: int, admissible: Sequence[str]) -> State:

@@ -26,6 +26,7 @@ episodic event) at this step, so a run folder alone rebuilds every step's memory
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from workbench.agents.policy import MemoryBlock
@@ -183,6 +184,11 @@ class ArbiterPolicy:
     def step_item_ids(self) -> set[str]:
         """The active items of the step just decided (what :meth:`counterfactual` may move)."""
         return {c.item.id for c in self._step_candidates}
+
+    def reassemble(self, bands: Mapping[str, str]) -> MemoryBlock:
+        """The re-assembly behind :class:`workbench.agents.edits.SetBand` edits (the
+        :class:`~workbench.agents.edits.Reassembles` protocol): :meth:`counterfactual`."""
+        return self.counterfactual(dict(bands))
 
     def counterfactual(self, bands: dict[str, str]) -> MemoryBlock:
         """The memory block of the step just decided with some items' bands replaced (``{item id: F|A|H}``),
