@@ -15,7 +15,7 @@ import workbench.cli.run as run_command
 from workbench.agents.policy import list_policies
 from workbench.cli import build_parser, main
 from workbench.cli.listing import GRIDS_DIR
-from workbench.eval.runner import DTYPES
+from workbench.eval.config import DTYPES
 from workbench.llm.registry import list_backends
 from workbench.models.registry import list_models
 
@@ -127,9 +127,9 @@ def test_one_file_commands_write_into_the_folder_and_still_take_a_file(tmp_path,
 
 def test_tasks_defaults_are_one_per_meaning():
     p = build_parser()
-    p.parse_args  # merge-runs needs its parts: give them after the command
-    defaults = {" ".join(argv): p.parse_args([*argv, "--out", "o"]).tasks for argv in (
-        ["run"], ["heads", "ablate"], ["utilization"], ["heads", "score"], ["refine"], ["experts"], ["merge-runs"])}
+    commands = {"run": [], "heads ablate": [], "utilization": [], "heads score": [], "refine": [], "experts": [],
+                "merge-runs": ["a", "b"]}
+    defaults = {c: p.parse_args([*c.split(), *rest, "--out", "o"]).tasks for c, rest in commands.items()}
     assert defaults == {"run": options.EPISODE_TASKS, "heads ablate": options.TF_TASKS,
                         "utilization": options.TF_TASKS, "heads score": options.SUPERVISION_TASKS,
                         "refine": "all", "experts": "all", "merge-runs": "all"}

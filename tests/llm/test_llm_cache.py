@@ -6,17 +6,10 @@ import json
 
 from llm_cases import EXPERT_PLAN, failed_run, memory_clean_tomato
 
-from workbench.llm import (
-    CachedBackend,
-    Intervention,
-    Message,
-    OfflineALFWorldBackend,
-    ReflectorInput,
-    ResponseCache,
-    ScriptedBackend,
-    get_backend,
-    run_stage,
-)
+from workbench.llm import (CachedBackend, Message, OfflineALFWorldBackend, ResponseCache, ScriptedBackend,
+    get_backend, run_stage)
+from workbench.methods.proactive.stage_types import Intervention
+from workbench.methods.agmr.stage_types import ReflectorInput
 from workbench.llm.cache import request_material
 
 HI = [Message(role="user", content="remind?")]

@@ -11,24 +11,13 @@ from llm_cases import (
     successful_run,
 )
 
-from workbench.llm import (
-    FailureRefinerInput,
-    FailureReflection,
-    RedundantSegment,
-    ReflectorInput,
-    RetrievalAnalyzerInput,
-    SegmentEdit,
-    SegmentEditError,
-    SuccessRefinerInput,
-    SuccessReflection,
-    apply_segment_edits,
-    get_backend,
-    parse_segment_text,
-    run_stage,
-    segment_text,
-)
-from workbench.llm.offline.refiner import diagnose, weakly_utilized
-from workbench.llm.offline.reflector import reflect_failure
+from workbench.methods.agmr.stage_types import (FailureRefinerInput, FailureReflection, RedundantSegment,
+    ReflectorInput, RetrievalAnalyzerInput, SegmentEdit, SuccessRefinerInput, SuccessReflection)
+from workbench.methods.agmr.segment_edits import SegmentEditError, apply_segment_edits
+from workbench.llm import get_backend, run_stage
+from workbench.memory.segment_text import parse_segment_text, segment_text
+from workbench.methods.agmr.offline.refiner import diagnose, weakly_utilized
+from workbench.methods.agmr.offline.reflector import reflect_failure
 from workbench.memory.trajectory import Segment
 
 OFFLINE = get_backend("offline-alfworld")
@@ -132,7 +121,7 @@ def test_attended_but_wrong_corrects_the_target_in_place() -> None:
 
 
 def test_without_the_refiner_a_retry_of_the_same_correction_is_escalated_not_wasted() -> None:
-    from workbench.llm.inputs import DirectFailureEditInput
+    from workbench.methods.agmr.stage_types import DirectFailureEditInput
 
     refl = FailureReflection(critical_step=3, wrong_action="go to fridge 1", correct_action="go to sinkbasin 1",
                              supporting_segment=2)
@@ -146,7 +135,7 @@ def test_without_the_refiner_a_retry_of_the_same_correction_is_escalated_not_was
 
 
 def test_a_correction_names_the_needed_action_when_the_segment_is_of_another_kind() -> None:
-    from workbench.llm.offline.refiner import correction_edit
+    from workbench.methods.agmr.offline.refiner import correction_edit
 
     mem = memory_clean_tomato()
     k = next(n for n, seg in enumerate(mem.segments) if seg.action.startswith("go to"))

@@ -4,16 +4,9 @@ from __future__ import annotations
 
 from llm_cases import GOAL, ROOM, failed_run
 
-from workbench.llm import (
-    BankEntry,
-    BankView,
-    ProactiveInput,
-    StateParserInput,
-    ToolCall,
-    WriterInput,
-    get_backend,
-    run_stage,
-)
+from workbench.methods.proactive.stage_types import BankEntry, BankView, ProactiveInput
+from workbench.methods.arbiter.stage_types import StateParserInput, WriterInput
+from workbench.llm import ToolCall, get_backend, run_stage
 from workbench.memory.trajectory import Step
 
 OFFLINE = get_backend("offline-alfworld")
@@ -141,8 +134,8 @@ def test_phase2_reminds_of_a_known_dead_end_and_a_forgotten_requirement() -> Non
 
 
 def test_the_parser_forgets_a_put_taken_back_and_finds_a_floorlamp() -> None:
-    from workbench.llm.inputs import StateParserInput
-    from workbench.llm.offline.arbiter import parse_state
+    from workbench.methods.arbiter.stage_types import StateParserInput
+    from workbench.methods.arbiter.offline import parse_state
 
     goal = "Your task is to: put a apple in fridge."
     hist = (Step(observation="You are in the middle of a room.", action="go to countertop 1"),

@@ -10,20 +10,9 @@ from __future__ import annotations
 import pytest
 from llm_cases import GOAL, failed_run
 
-from workbench.llm import (
-    PROACTIVE_TOOLS,
-    CachedBackend,
-    Intervention,
-    LLMOutputError,
-    Message,
-    OpenAIBackend,
-    OpenAIConfig,
-    ProactiveInput,
-    ToolCall,
-    chat_json,
-    chat_tools,
-    run_stage,
-)
+from workbench.methods.proactive.stage_types import PROACTIVE_TOOLS, Intervention, ProactiveInput
+from workbench.llm import (CachedBackend, LLMOutputError, Message, OpenAIBackend, OpenAIConfig, ToolCall, chat_json,
+    chat_tools, run_stage)
 
 pytestmark = pytest.mark.integration
 

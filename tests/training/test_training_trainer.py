@@ -153,9 +153,9 @@ def test_on_policy_states_are_capped_per_visit_and_seeded():
 def test_prompt_fingerprint_follows_the_rendering_of_every_layout(smol_tokenizer, monkeypatch):
     """A resume must not continue a run whose prompts were rendered by other policy code (TrainConfig.data)."""
     from workbench.envs.memory_base import expert_trajectories_for
-    from workbench.llm.inputs import ProactiveInput
+    from workbench.methods.proactive.stage_types import ProactiveInput
     from workbench.llm.offline.backend import OFFLINE_ALGORITHMS
-    from workbench.llm.schemas import Intervention
+    from workbench.methods.proactive.stage_types import Intervention
     from workbench.prompts.layout import PromptBuilder
     from workbench.training.train import DataConfig, prompt_fingerprint
 

@@ -15,7 +15,7 @@ that step only). In the missed case the distractors listed as evidence are the s
 attended (``C[k, j] >= alpha * scale``).
 
 This is the one rule of the workbench: the reports' pattern tables, AGMR's loop and the offline refiner
-(``workbench.llm.offline.refiner``, which sees only the column and the scale) all call
+(``workbench.methods.agmr.offline.refiner``, which sees only the column and the scale) all call
 :func:`diagnose_column`.
 
 Successes. A segment is weakly utilized (a simplification candidate) by E.2's ALFWorld rule

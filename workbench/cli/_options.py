@@ -30,7 +30,7 @@ from pathlib import Path
 
 from workbench.agents.loop import DECODES
 from workbench.attention import HeadScores
-from workbench.eval.runner import DTYPES
+from workbench.eval.config import DTYPES
 from workbench.llm.registry import list_backends
 from workbench.memory.retrieval import list_retrievers
 from workbench.models.registry import DEFAULT_AGENT
@@ -38,8 +38,8 @@ from workbench.models.registry import DEFAULT_AGENT
 __all__ = ["EPISODE_TASKS", "TF_TASKS", "SUPERVISION_TASKS", "ALL_TASKS", "MODEL_HELP", "SCORES_FILE", "out_dir",
            "names_file", "out_file",
            "add_out", "add_tasks", "add_model", "add_dtype", "add_decode", "add_retriever", "add_backend",
-           "add_executor", "add_progress", "add_heads", "add_head_experiment", "scores_file", "parse_heads", "heads_or_top_k",
-           "print_summary"]
+           "add_executor", "add_progress", "add_heads", "add_head_experiment", "scores_file", "parse_heads",
+           "heads_or_top_k", "print_summary"]
 
 EPISODE_TASKS = "0:20"
 TF_TASKS = "0:20"

@@ -27,7 +27,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``workbench merge-runs``."""
     m = sub.add_parser("merge-runs", help="merge runs of disjoint task slices (same configuration) into one run, "
                        "teacher_forced.json too")
-    m.add_argument("parts", nargs="+", help="run folders, e.g. runs/even runs/odd (played with --tasks 0:134:2, 1:134:2)")
+    m.add_argument("parts", nargs="+", metavar="RUN_DIR",
+                   help="run folders, e.g. runs/even runs/odd (played with --tasks 0:134:2, 1:134:2)")
     add_tasks(m, ALL_TASKS, "the slice their union covers")
     add_out(m, "the merged run")
     m.add_argument("--allow-partial", action="store_true", help="merge even if some tasks have no episode yet")

@@ -6,7 +6,7 @@ import argparse
 import json
 
 from workbench.cli._options import add_out, out_file
-from workbench.eval.runner import load_run
+from workbench.eval.run_folder import load_run
 from workbench.methods.proactive import export_sft
 
 __all__ = ["add_parser", "cmd_proactive_sft", "SFT_FILE"]

@@ -59,7 +59,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     rf.add_argument("--variant", default="agmr", choices=VARIANTS,
                     help="agmr | no-agr (the reflector edits directly, no C) (default: agmr)")
     rf.add_argument("--max-attempts", type=int, default=3, help="K, failure-branch attempts")
-    rf.add_argument("--reward-gain", type=float, default=0.3, help="also accept a failure edit whose reward rises this much")
+    rf.add_argument("--reward-gain", type=float, default=0.3,
+                    help="also accept a failure edit whose reward rises this much")
     rf.add_argument("--weak-rule", default="relative", help="relative | global_capped | global (appendix E.2)")
     add_model(rf)
     add_dtype(rf)

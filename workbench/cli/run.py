@@ -20,7 +20,9 @@ from workbench.cli._options import (
     print_summary,
 )
 from workbench.envs.normalize import TASK_TYPE_PREFIXES
-from workbench.eval.runner import RunConfig, adopt, run
+from workbench.eval.adoption import adopt
+from workbench.eval.config import RunConfig
+from workbench.eval.run import run
 from workbench.methods.arbiter.variants import ABLATIONS
 from workbench.methods.proactive.triggers import EVENTS
 

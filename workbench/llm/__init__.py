@@ -18,12 +18,6 @@ way the reply goes through the same parsing, validation and one repair retry.
 """
 
 from workbench.llm.cache import CachedBackend, ResponseCache
-from workbench.llm.edits import (
-    SegmentEditError,
-    apply_segment_edits,
-    parse_segment_text,
-    segment_text,
-)
 from workbench.llm.errors import (
     LLMConfigError,
     LLMError,
@@ -31,21 +25,6 @@ from workbench.llm.errors import (
     LLMTimeoutError,
     LLMTransportError,
     ToolCallError,
-)
-from workbench.llm.inputs import (
-    BankEntry,
-    BankView,
-    CurateInput,
-    DirectFailureEditInput,
-    DirectSuccessEditInput,
-    FailureRefinerInput,
-    ProactiveInput,
-    ReflectorInput,
-    RetrievalAnalyzerInput,
-    StateParserInput,
-    SuccessRefinerInput,
-    WorkflowInput,
-    WriterInput,
 )
 from workbench.llm.local import LocalBackend
 from workbench.llm.offline import OfflineALFWorldBackend
@@ -65,24 +44,6 @@ from workbench.llm.protocol import (
     as_messages,
 )
 from workbench.llm.registry import get_backend, list_backends, register_backend
-from workbench.llm.schemas import (
-    BANKS,
-    PATTERNS,
-    CandidateItem,
-    CandidateWrites,
-    Cheatsheet,
-    CheatsheetEntry,
-    DirectEdit,
-    FailureReflection,
-    Intervention,
-    ParsedState,
-    RedundantSegment,
-    Refinement,
-    RetrievalAnalysis,
-    SegmentEdit,
-    SuccessReflection,
-    Workflow,
-)
 from workbench.llm.scripted import ScriptedBackend
 from workbench.llm.stages import (
     Stage,
@@ -94,32 +55,7 @@ from workbench.llm.stages import (
 )
 from workbench.llm.structured import Parsed, chat_json, chat_tools
 from workbench.llm.templates import PromptTemplate, list_templates, load_template
-from workbench.llm.tools import (
-    PROACTIVE_TOOLS,
-    format_text_tool_call,
-    text_tool_instructions,
-)
+from workbench.llm.tools import format_text_tool_call, text_tool_instructions
+from workbench.memory.segment_text import parse_segment_text, segment_text
 
-__all__ = [
-    # protocol and registry
-    "Backend", "ChatResult", "Message", "ToolCall", "ToolSpec", "as_messages",
-    "get_backend", "list_backends", "register_backend",
-    # backends
-    "OpenAIBackend", "OpenAIConfig", "LocalBackend", "OfflineALFWorldBackend", "ScriptedBackend",
-    "CachedBackend", "ResponseCache",
-    # structured output
-    "Parsed", "chat_json", "chat_tools", "extract_json_candidates", "parse_json_as", "parse_text_tool_calls",
-    "validate_tool_calls",
-    # stages, prompts, schemas
-    "Stage", "get_stage", "list_stages", "register_stage", "render_stage", "run_stage",
-    "PromptTemplate", "list_templates", "load_template",
-    "RetrievalAnalysis", "FailureReflection", "RedundantSegment", "SuccessReflection", "SegmentEdit",
-    "Refinement", "PATTERNS", "BANKS", "CandidateItem", "CandidateWrites", "ParsedState", "Intervention",
-    "RetrievalAnalyzerInput", "ReflectorInput", "FailureRefinerInput", "SuccessRefinerInput", "WriterInput",
-    "StateParserInput", "ProactiveInput", "BankView", "BankEntry", "DirectFailureEditInput", "DirectSuccessEditInput",
-    "WorkflowInput", "DirectEdit", "Workflow", "CurateInput", "Cheatsheet", "CheatsheetEntry",
-    "PROACTIVE_TOOLS", "format_text_tool_call", "text_tool_instructions",
-    "apply_segment_edits", "parse_segment_text", "segment_text", "SegmentEditError",
-    # errors
-    "LLMError", "LLMConfigError", "LLMTransportError", "LLMTimeoutError", "LLMOutputError", "ToolCallError",
-]
+__all__ = ["Backend", "ChatResult", "Message", "ToolCall", "ToolSpec", "as_messages", "get_backend", "list_backends", "register_backend", "OpenAIBackend", "OpenAIConfig", "LocalBackend", "OfflineALFWorldBackend", "ScriptedBackend", "CachedBackend", "ResponseCache", "Parsed", "chat_json", "chat_tools", "extract_json_candidates", "parse_json_as", "parse_text_tool_calls", "validate_tool_calls", "Stage", "get_stage", "list_stages", "register_stage", "render_stage", "run_stage", "PromptTemplate", "list_templates", "load_template", "format_text_tool_call", "text_tool_instructions", "parse_segment_text", "segment_text", "LLMError", "LLMConfigError", "LLMTransportError", "LLMTimeoutError", "LLMOutputError", "ToolCallError"]

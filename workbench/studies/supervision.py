@@ -15,7 +15,8 @@ from workbench.attention.supervision import (
     template_segment,
 )
 from workbench.envs.base import Task
-from workbench.llm import RetrievalAnalyzerInput, get_backend, run_stage
+from workbench.methods.agmr.stage_types import RetrievalAnalyzerInput
+from workbench.llm import get_backend, run_stage
 from workbench.memory.trajectory import Trajectory
 from workbench.prompts.layout import BuiltPrompt, PromptBuilder
 

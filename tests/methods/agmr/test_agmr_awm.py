@@ -7,9 +7,10 @@ import json
 from agmr_builders import entry
 
 from workbench.envs.base import Task
-from workbench.llm import ScriptedBackend, WorkflowInput, render_stage, run_stage
+from workbench.llm import ScriptedBackend, render_stage, run_stage
+from workbench.methods.agmr.stage_types import WorkflowInput
 from workbench.llm.offline import OfflineALFWorldBackend
-from workbench.llm.offline.awm import abstract_actions
+from workbench.methods.agmr.offline.awm import abstract_actions
 from workbench.memory.base import MemoryBase
 from workbench.methods.agmr import WorkflowMemory
 

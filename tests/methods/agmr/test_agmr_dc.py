@@ -9,17 +9,11 @@ import pytest
 from agmr_builders import entry
 
 from workbench.envs.base import Task
-from workbench.llm import (
-    Cheatsheet,
-    CheatsheetEntry,
-    CurateInput,
-    ScriptedBackend,
-    render_stage,
-    run_stage,
-)
+from workbench.methods.agmr.stage_types import Cheatsheet, CheatsheetEntry, CurateInput
+from workbench.llm import ScriptedBackend, render_stage, run_stage
 from workbench.llm.errors import LLMError
 from workbench.llm.offline import OfflineALFWorldBackend
-from workbench.llm.schemas import MAX_CHEATSHEET
+from workbench.methods.agmr.stage_types import MAX_CHEATSHEET
 from workbench.memory.base import MemoryBase
 from workbench.memory.render import render_memory
 from workbench.methods.agmr import DynamicCheatsheet

@@ -125,10 +125,10 @@ def test_a_strongly_used_redundant_segment_is_kept_by_agmr_and_deleted_without_t
 
 
 def test_a_refiner_that_deletes_a_used_segment_is_refused_whatever_the_backend(tmp_path, monkeypatch):
-    from workbench.llm import SegmentEdit
-    from workbench.llm.inputs import SuccessRefinerInput
+    from workbench.methods.agmr.stage_types import SegmentEdit
+    from workbench.methods.agmr.stage_types import SuccessRefinerInput
     from workbench.llm.offline.backend import OFFLINE_ALGORITHMS
-    from workbench.llm.schemas import Refinement
+    from workbench.methods.agmr.stage_types import Refinement
 
     rows = [[0.1, 0.1, 0.1] for _ in range(6)]
     rows[2] = [0.1, 2.0, 0.1]  # the 'look' is redundant but read sharply: an LLM refiner deletes it anyway
@@ -141,10 +141,10 @@ def test_a_refiner_that_deletes_a_used_segment_is_refused_whatever_the_backend(t
 
 
 def test_a_failure_edit_may_touch_only_the_supporting_segment_and_supported_distractors(tmp_path, monkeypatch):
-    from workbench.llm import SegmentEdit
-    from workbench.llm.inputs import FailureRefinerInput
+    from workbench.methods.agmr.stage_types import SegmentEdit
+    from workbench.methods.agmr.stage_types import FailureRefinerInput
     from workbench.llm.offline.backend import OFFLINE_ALGORITHMS
-    from workbench.llm.schemas import Refinement
+    from workbench.methods.agmr.stage_types import Refinement
 
     def stray(inp):  # an LLM refiner that also rewrites a segment nobody attended to
         i = inp.reflection.supporting_segment

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from workbench.llm.schemas import CandidateItem, ParsedState
+from workbench.methods.arbiter.stage_types import CandidateItem, ParsedState
 from workbench.methods.arbiter.items import Item
 from workbench.methods.arbiter.signals import Context
 

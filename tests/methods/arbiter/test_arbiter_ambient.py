@@ -5,7 +5,7 @@ from __future__ import annotations
 from arbiter_builders import cand, state
 
 from workbench.llm import run_stage
-from workbench.llm.inputs import WriterInput
+from workbench.methods.arbiter.stage_types import WriterInput
 from workbench.llm.offline import OfflineALFWorldBackend
 from workbench.memory.tokens import count_o200k
 from workbench.methods.arbiter.ambient import ambient_form, compress

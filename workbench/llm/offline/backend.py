@@ -15,55 +15,21 @@ from typing import Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from workbench.llm.errors import LLMConfigError
-from workbench.llm.inputs import (
-    CurateInput,
-    DirectFailureEditInput,
-    DirectSuccessEditInput,
-    FailureRefinerInput,
-    ProactiveInput,
-    ReflectorInput,
-    RetrievalAnalyzerInput,
-    StateParserInput,
-    SuccessRefinerInput,
-    WorkflowInput,
-    WriterInput,
-)
-from workbench.llm.offline.arbiter import parse_state, write_candidates
-from workbench.llm.offline.awm import induce_workflow
-from workbench.llm.offline.dc import curate
-from workbench.llm.offline.proactive import intervene, manage_bank
-from workbench.llm.offline.refiner import (
-    direct_edit_failure,
-    direct_edit_success,
-    refine_failure,
-    refine_success,
-)
-from workbench.llm.offline.reflector import (
-    analyze_retrieval,
-    reflect_failure,
-    reflect_success,
-)
 from workbench.llm.protocol import ChatResult, Message, ToolSpec
 from workbench.llm.tools import format_text_tool_call
+from workbench.registry import Registry
 
-__all__ = ["OfflineALFWorldBackend", "OFFLINE_ALGORITHMS"]
+__all__ = ["OfflineALFWorldBackend", "OFFLINE_ALGORITHMS", "register_algorithm"]
 
-OFFLINE_ALGORITHMS: dict[str, tuple[type[BaseModel], Callable[[Any], Any]]] = {
-    "retrieval_analyzer": (RetrievalAnalyzerInput, analyze_retrieval),
-    "reflector_failure": (ReflectorInput, reflect_failure),
-    "reflector_success": (ReflectorInput, reflect_success),
-    "refiner_failure": (FailureRefinerInput, refine_failure),
-    "refiner_success": (SuccessRefinerInput, refine_success),
-    "reflector_edit_failure": (DirectFailureEditInput, direct_edit_failure),
-    "reflector_edit_success": (DirectSuccessEditInput, direct_edit_success),
-    "awm_induce": (WorkflowInput, induce_workflow),
-    "dc_curate": (CurateInput, curate),
-    "arbiter_writer": (WriterInput, write_candidates),
-    "arbiter_state_parser": (StateParserInput, parse_state),
-    "proactive_update": (ProactiveInput, manage_bank),
-    "proactive_intervene": (ProactiveInput, intervene),
-    "proactive_advise": (ProactiveInput, intervene),  # the same algorithm, given no bank (the advisor has none)
-}
+#: Stage name -> (its input model, the deterministic algorithm that answers it). Each method registers the
+#: algorithms of its stages beside their definitions (``workbench.methods.<m>.stages``), imported on a miss.
+OFFLINE_ALGORITHMS: Registry[tuple[type[BaseModel], Callable[[Any], Any]]] = Registry(
+    "offline algorithm", providers=("workbench.methods",), error=LLMConfigError)
+
+
+def register_algorithm(stage: str, input_model: type[BaseModel], algorithm: Callable[[Any], Any]) -> None:
+    """Register the offline algorithm that answers ``stage`` from its validated payload."""
+    OFFLINE_ALGORITHMS.register(stage, (input_model, algorithm))
 
 
 class OfflineALFWorldBackend:
@@ -101,8 +67,8 @@ class OfflineALFWorldBackend:
         if stage not in OFFLINE_ALGORITHMS:
             raise LLMConfigError(
                 f"offline-alfworld computes answers from the structured stage payload; got stage={stage!r}. "
-                f"Call it through workbench.llm.run_stage (stages: {sorted(OFFLINE_ALGORITHMS)})")
-        input_model, algorithm = OFFLINE_ALGORITHMS[stage]
+                f"Call it through workbench.llm.run_stage (stages: {sorted(OFFLINE_ALGORITHMS.names())})")
+        input_model, algorithm = OFFLINE_ALGORITHMS.get(stage)
         try:
             payload = input_model.model_validate((context or {}).get("input"))
         except ValidationError as e:

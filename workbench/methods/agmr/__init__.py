@@ -10,6 +10,7 @@ from workbench.agents.policy import MemoryBaseOptions, register_policy
 from workbench.envs.memory_base import default_memory_base
 from workbench.llm.options import BackendOptions, backend_of
 from workbench.memory.base import MemoryBase
+from workbench.methods.agmr import stages  # noqa: F401  (registers its LLM stages and offline algorithms)
 from workbench.methods.agmr.awm import WorkflowMemory, instantiate
 from workbench.methods.agmr.dc import DynamicCheatsheet
 from workbench.methods.agmr.evaluate import (

@@ -1,6 +1,6 @@
 """AWM, offline version (a baseline of AGMR's Table 1): one reusable workflow per task type, induced from the
 memory base's successful trajectories by the ``awm_induce`` stage (a model backend, or ``offline-alfworld``'s
-documented algorithm: the most frequent role-abstracted skeleton, :mod:`workbench.llm.offline.awm`).
+documented algorithm: the most frequent role-abstracted skeleton, :mod:`workbench.methods.agmr.offline.awm`).
 
 At each task the workflow of its type is shown as the memory block, in the place and layout of a retrieved
 trajectory: the task's goal, then one segment per workflow step, ``{obj}`` and ``{target}`` filled from the goal,
@@ -15,8 +15,9 @@ from typing import Any
 from workbench.agents.policy import _StaticEntry
 from workbench.envs.alfworld_text import parse_goal
 from workbench.envs.base import Task
-from workbench.llm import WorkflowInput, run_stage
+from workbench.llm import run_stage
 from workbench.memory.trajectory import MemoryEntry, Segment
+from workbench.methods.agmr.stage_types import WorkflowInput
 
 __all__ = ["WorkflowMemory", "instantiate", "MAX_EXAMPLES"]
 

@@ -15,7 +15,7 @@ previous cheatsheet), recorded as such.
 Shown in the place and layout of a retrieved trajectory (ReAct's ALFWorld layout): the task's goal, then the first
 ``max_shown`` insights of the cheatsheet, each as a ``> think:`` line (ReAct's way of stating a plan in its
 demonstrations). The curator is a model backend (openai / local) or ``offline-alfworld``'s documented algorithm
-(:mod:`workbench.llm.offline.dc`), named in every table.
+(:mod:`workbench.methods.agmr.offline.dc`), named in every table.
 """
 
 from __future__ import annotations
@@ -26,10 +26,11 @@ from workbench.agents.policy import _StaticEntry
 from workbench.envs.alfworld import load_alfworld_tasks
 from workbench.envs.base import Task
 from workbench.envs.memory_base import expert_trajectories_for
-from workbench.llm import Cheatsheet, CurateInput, run_stage
+from workbench.llm import run_stage
 from workbench.llm.errors import LLMError
 from workbench.memory.retrieval import get_retriever
 from workbench.memory.trajectory import MemoryEntry, Segment
+from workbench.methods.agmr.stage_types import Cheatsheet, CurateInput
 
 __all__ = ["DynamicCheatsheet", "K_RETRIEVED", "MAX_SHOWN"]
 

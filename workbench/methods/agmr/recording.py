@@ -38,9 +38,9 @@ from workbench.attention.utilization import (
     UtilizationRecord,
     utilization_matrix,
 )
-from workbench.llm import ReflectorInput
-from workbench.llm.offline.reflector import reflect_failure
 from workbench.memory.trajectory import Trajectory, read_jsonl, write_jsonl
+from workbench.methods.agmr.offline.reflector import reflect_failure
+from workbench.methods.agmr.stage_types import ReflectorInput
 
 __all__ = ["UtilizationEpisode", "utilization_episode", "teacher_forced_utilization", "save_utilization",
            "load_utilization", "representative"]

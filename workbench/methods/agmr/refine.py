@@ -51,17 +51,7 @@ from workbench.attention.diagnosis import diagnose_column, entry_scale
 from workbench.envs.alfworld import ALFWorldEnv, load_alfworld_tasks
 from workbench.envs.memory_base import default_memory_base, expert_trajectories_for
 from workbench.envs.selection import parse_task_slice
-from workbench.llm import (
-    DirectFailureEditInput,
-    DirectSuccessEditInput,
-    FailureRefinerInput,
-    LLMOutputError,
-    ReflectorInput,
-    SuccessRefinerInput,
-    run_stage,
-)
-from workbench.llm.edits import SegmentEditError, apply_segment_edits
-from workbench.llm.offline.refiner import strongest_rivals, weakly_utilized
+from workbench.llm import LLMOutputError, run_stage
 from workbench.llm.registry import get_backend
 from workbench.memory.base import MemoryBase, entry_diff
 from workbench.memory.retrieval import get_retriever
@@ -75,7 +65,16 @@ from workbench.memory.trajectory import (
     iter_jsonl_dicts,
     read_text_utf8,
 )
+from workbench.methods.agmr.offline.refiner import strongest_rivals, weakly_utilized
 from workbench.methods.agmr.recording import UtilizationEpisode, utilization_episode
+from workbench.methods.agmr.segment_edits import SegmentEditError, apply_segment_edits
+from workbench.methods.agmr.stage_types import (
+    DirectFailureEditInput,
+    DirectSuccessEditInput,
+    FailureRefinerInput,
+    ReflectorInput,
+    SuccessRefinerInput,
+)
 from workbench.models import load_model
 from workbench.models.registry import DEFAULT_AGENT
 from workbench.provenance import versions

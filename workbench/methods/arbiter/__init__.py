@@ -13,6 +13,7 @@ from pydantic import Field, field_validator
 
 from workbench.agents.policy import PolicyOptions, register_policy
 from workbench.llm.options import BackendOptions, backend_of
+from workbench.methods.arbiter import stages  # noqa: F401  (registers its LLM stages and offline algorithms)
 from workbench.methods.arbiter.assembly import (
     CLOSE,
     OPEN,

@@ -29,7 +29,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from workbench.llm.schemas import CandidateItem, ParsedState
 from workbench.memory.tokens import count_o200k
 from workbench.methods.arbiter.ambient import ambient_form
 from workbench.methods.arbiter.items import (
@@ -40,6 +39,7 @@ from workbench.methods.arbiter.items import (
     Item,
     norm_text,
 )
+from workbench.methods.arbiter.stage_types import CandidateItem, ParsedState
 
 __all__ = ["InvalidWriteError", "check_write", "UpdateLog", "Store", "FunctionalBanks", "SinglePool",
            "MAX_FOCAL_TOKENS", "MAX_ENTITIES", "TASK_DONE", "situation"]

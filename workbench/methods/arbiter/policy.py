@@ -33,15 +33,18 @@ from workbench.agents.policy import MemoryBlock
 from workbench.envs.alfworld_text import is_failure, normalize
 from workbench.envs.base import Task
 from workbench.llm.errors import LLMOutputError
-from workbench.llm.inputs import StateParserInput, WriterInput
 from workbench.llm.registry import OFFLINE_BACKEND, get_backend
-from workbench.llm.schemas import ParsedState
 from workbench.llm.stages import run_stage
 from workbench.memory.trajectory import Step
 from workbench.methods.arbiter.assembly import Candidate, assemble
 from workbench.methods.arbiter.banks import InvalidWriteError
 from workbench.methods.arbiter.gate import H, transition
 from workbench.methods.arbiter.signals import Context
+from workbench.methods.arbiter.stage_types import (
+    ParsedState,
+    StateParserInput,
+    WriterInput,
+)
 from workbench.methods.arbiter.variants import get_variant
 
 __all__ = ["ArbiterPolicy", "ROW_FIELDS", "DEFAULT_BUDGET"]

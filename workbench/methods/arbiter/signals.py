@@ -44,9 +44,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from workbench.envs.alfworld_text import entity_type, is_failure, normalize
-from workbench.llm.schemas import ParsedState
 from workbench.memory.retrieval import bm25_tokens
 from workbench.methods.arbiter.items import TASK_SCOPE, Item
+from workbench.methods.arbiter.stage_types import ParsedState
 
 __all__ = ["Context", "Signals", "DynamicSignals", "FixedSignals", "PoolSignals", "item_keys", "goal_keys", "sim",
            "FIXED_DEMAND", "TAU"]

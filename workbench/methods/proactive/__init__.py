@@ -12,6 +12,7 @@ from pydantic import Field, field_validator
 
 from workbench.agents.policy import register_policy
 from workbench.llm.options import BackendOptions, backend_of
+from workbench.methods.proactive import stages  # noqa: F401  (registers its LLM stages and offline algorithms)
 from workbench.methods.proactive.bank import (
     MAX_CONTENT_CHARS,
     MAX_STATUS_CHARS,

@@ -19,9 +19,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from workbench.llm.inputs import BankEntry, BankView
 from workbench.llm.protocol import ToolCall
 from workbench.memory.retrieval import bm25_tokens
+from workbench.methods.proactive.stage_types import BankEntry, BankView
 
 __all__ = ["Entry", "Bank", "BankCallError", "MAX_STATUS_CHARS", "MAX_CONTENT_CHARS", "PREFILTER_AT", "tags_of"]
 

@@ -29,12 +29,12 @@ from workbench.agents.policy import MemoryBlock
 from workbench.envs.alfworld_text import is_failure, normalize, parse_action
 from workbench.envs.base import Task
 from workbench.llm.errors import LLMOutputError
-from workbench.llm.inputs import BankView, ProactiveInput
 from workbench.llm.registry import OFFLINE_BACKEND, get_backend
 from workbench.llm.stages import run_stage
 from workbench.memory.tokens import count_o200k
 from workbench.memory.trajectory import Step
 from workbench.methods.proactive.bank import Bank
+from workbench.methods.proactive.stage_types import BankView, ProactiveInput
 from workbench.methods.proactive.triggers import Trigger
 from workbench.methods.proactive.variants import get_variant
 

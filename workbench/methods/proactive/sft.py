@@ -21,13 +21,12 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from workbench.llm.inputs import ProactiveInput
 from workbench.llm.protocol import ToolCall
 from workbench.llm.stages import render_stage
-from workbench.llm.tools import PROACTIVE_TOOLS
 from workbench.memory.trajectory import Trajectory, atomic_write_text
 from workbench.methods.proactive.bank import PREFILTER_AT, Bank
 from workbench.methods.proactive.policy import WINDOW
+from workbench.methods.proactive.stage_types import PROACTIVE_TOOLS, ProactiveInput
 
 __all__ = ["sft_examples", "export_sft"]
 

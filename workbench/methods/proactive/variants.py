@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from workbench.llm.errors import LLMOutputError
-from workbench.llm.inputs import BankView
 from workbench.memory.retrieval import bm25_tokens
+from workbench.methods.proactive.stage_types import BankView
 from workbench.registry import Registry
 
 __all__ = ["ProactiveVariant", "get_variant", "list_variants", "register_variant", "VARIANTS_TOP_K",

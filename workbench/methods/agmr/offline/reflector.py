@@ -38,15 +38,16 @@ from workbench.envs.alfworld_text import (
     parse_goal,
 )
 from workbench.envs.oracle import label_state, milestones, progress, replay_state
-from workbench.llm.edits import segment_text
-from workbench.llm.inputs import ReflectorInput, RetrievalAnalyzerInput
-from workbench.llm.schemas import (
+from workbench.memory.segment_text import segment_text
+from workbench.memory.trajectory import Segment, Trajectory
+from workbench.methods.agmr.stage_types import (
     FailureReflection,
     RedundantSegment,
+    ReflectorInput,
     RetrievalAnalysis,
+    RetrievalAnalyzerInput,
     SuccessReflection,
 )
-from workbench.memory.trajectory import Segment, Trajectory
 
 __all__ = ["reflect_failure", "reflect_success", "analyze_retrieval", "supporting_segment", "plan_progress",
            "abstract", "redundant_steps"]

@@ -35,15 +35,18 @@ from workbench.attention.diagnosis import (
     weakly_used_segments,
 )
 from workbench.envs.alfworld_text import parse_action
-from workbench.llm.edits import parse_segment_text, segment_text
-from workbench.llm.inputs import (
+from workbench.memory.segment_text import parse_segment_text, segment_text
+from workbench.memory.trajectory import Segment
+from workbench.methods.agmr.stage_types import (
+    DirectEdit,
     DirectFailureEditInput,
     DirectSuccessEditInput,
     FailureRefinerInput,
+    FailureReflection,
+    Refinement,
+    SegmentEdit,
     SuccessRefinerInput,
 )
-from workbench.llm.schemas import DirectEdit, FailureReflection, Refinement, SegmentEdit
-from workbench.memory.trajectory import Segment
 
 __all__ = ["diagnose", "refine_failure", "weakly_utilized", "refine_success", "direct_edit_failure",
            "direct_edit_success", "correction_edit", "deletion_edits", "ATTENDED", "COMPARABLE"]

@@ -30,11 +30,15 @@ from workbench.envs.alfworld_text import (
     parse_goal,
     sightings,
 )
-from workbench.llm.inputs import BankView, ProactiveInput, StateParserInput
-from workbench.llm.offline.arbiter import _PAST, parse_state
 from workbench.llm.protocol import ToolCall
-from workbench.llm.schemas import Intervention
 from workbench.memory.trajectory import Step
+from workbench.methods.arbiter.offline import _PAST, parse_state
+from workbench.methods.arbiter.stage_types import StateParserInput
+from workbench.methods.proactive.stage_types import (
+    BankView,
+    Intervention,
+    ProactiveInput,
+)
 
 __all__ = ["manage_bank", "intervene", "entry_id", "task_requirements"]
 

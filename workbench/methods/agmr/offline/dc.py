@@ -7,7 +7,7 @@ memory-base trajectories retrieved for it):
 1. Each retrieved trajectory supports these insights (written about object and receptacle *kinds*, never the
    instance numbers or rooms of one game):
    - ``procedure: <task type>``: its command sequence without the steps the semantic reflector calls redundant,
-     role-abstracted as AWM does (:func:`workbench.llm.offline.awm.abstract_actions`: the goal's object, its
+     role-abstracted as AWM does (:func:`workbench.methods.agmr.offline.awm.abstract_actions`: the goal's object, its
      target, the place it was found; the type's tool keeps its name), written as one sentence;
    - ``where: <object> in <receptacle>``: for each object its goal names that it took, the kind of receptacle it
      took it from ("a mug can be found in/on a cabinet");
@@ -29,10 +29,14 @@ from __future__ import annotations
 from collections import Counter
 
 from workbench.envs.alfworld_text import parse_action, parse_goal
-from workbench.llm.inputs import CurateInput
-from workbench.llm.offline.awm import abstract_actions
-from workbench.llm.offline.reflector import redundant_steps
-from workbench.llm.schemas import MAX_CHEATSHEET, Cheatsheet, CheatsheetEntry
+from workbench.methods.agmr.offline.awm import abstract_actions
+from workbench.methods.agmr.offline.reflector import redundant_steps
+from workbench.methods.agmr.stage_types import (
+    MAX_CHEATSHEET,
+    Cheatsheet,
+    CheatsheetEntry,
+    CurateInput,
+)
 
 __all__ = ["curate", "supported_insights"]
 

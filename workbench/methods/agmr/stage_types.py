@@ -1,45 +1,19 @@
-"""Typed outputs of every LLM stage (what a model must return, validated before any method sees it).
-
-Segment and step indices are 0-based and refer to the lists exactly as the prompt enumerated them. Schemas
-forbid unknown fields so a model that invents a key is told so in the repair retry instead of having the key
-silently dropped.
-"""
+"""AGMR's LLM stages' typed inputs and outputs (retrieval analyzer, reflector, refiner, direct edit) and those of Table 1's baselines (AWM, Dynamic Cheatsheet)."""
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
-__all__ = [
-    "RetrievalAnalysis",
-    "FailureReflection",
-    "RedundantSegment",
-    "SuccessReflection",
-    "Pattern",
-    "PATTERNS",
-    "SegmentEdit",
-    "Refinement",
-    "DirectEdit",
-    "Workflow",
-    "CheatsheetEntry",
-    "Cheatsheet",
-    "MAX_CHEATSHEET",
-    "Bank",
-    "BANKS",
-    "CandidateItem",
-    "CandidateWrites",
-    "ParsedState",
-    "Intervention",
-]
+from workbench.llm.stage_models import StageInput, StageOutput
+from workbench.memory.trajectory import MemoryEntry, Trajectory
 
-
-class _Out(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+__all__ = ["RetrievalAnalysis", "FailureReflection", "RedundantSegment", "SuccessReflection", "Pattern", "PATTERNS", "SegmentEdit", "Refinement", "DirectEdit", "Workflow", "CheatsheetEntry", "MAX_CHEATSHEET", "Cheatsheet", "RetrievalAnalyzerInput", "ReflectorInput", "FailureRefinerInput", "SuccessRefinerInput", "DirectFailureEditInput", "DirectSuccessEditInput", "WorkflowInput", "CurateInput"]
 
 
 # -- AGMR ---------------------------------------------------------------------------------------------------
-class RetrievalAnalysis(_Out):
+class RetrievalAnalysis(StageOutput):
     """Retrieval analyzer (AGMR appendix C.1): why memory turned a failure into a success.
 
     ``key_step`` indexes the successful (memory-augmented) trajectory; ``key_segment`` indexes the memory;
@@ -53,7 +27,7 @@ class RetrievalAnalysis(_Out):
     key_context: str = Field(min_length=1)
 
 
-class FailureReflection(_Out):
+class FailureReflection(StageOutput):
     """Semantic reflector, failure branch: the earliest critical error and the memory that should fix it."""
 
     critical_step: int = Field(ge=0)
@@ -63,12 +37,12 @@ class FailureReflection(_Out):
     reason: str = ""
 
 
-class RedundantSegment(_Out):
+class RedundantSegment(StageOutput):
     index: int = Field(ge=0)
     reason: str = ""
 
 
-class SuccessReflection(_Out):
+class SuccessReflection(StageOutput):
     """Semantic reflector, success branch: memory segments the successful run did not need."""
 
     # Required, not defaulted: a bare ``{}`` from a confused model must not read as "nothing redundant".
@@ -83,10 +57,12 @@ class SuccessReflection(_Out):
 
 
 Pattern = Literal["attended_but_wrong", "missed_relevant", "distracted_by_irrelevant", "low_utilization_redundancy"]
+
+
 PATTERNS: tuple[str, ...] = Pattern.__args__  # type: ignore[attr-defined]
 
 
-class SegmentEdit(_Out):
+class SegmentEdit(StageOutput):
     """One edit of the memory.
 
     ``index`` always refers to the ORIGINAL segment list. ``insert`` puts a new segment before ``index``
@@ -107,7 +83,7 @@ class SegmentEdit(_Out):
         return self
 
 
-class Refinement(_Out):
+class Refinement(StageOutput):
     """Attention-guided refiner: the diagnosed utilization pattern and the segment edits it implies."""
 
     pattern: Pattern
@@ -117,14 +93,14 @@ class Refinement(_Out):
     rationale: str = ""
 
 
-class DirectEdit(_Out):
+class DirectEdit(StageOutput):
     """The reflector's own edits, without utilization (AGMR Table 2's "w/o AGR")."""
 
     edits: tuple[SegmentEdit, ...]  # required: a bare {} must not read as "no edit needed"
     rationale: str = ""
 
 
-class Workflow(_Out):
+class Workflow(StageOutput):
     """AWM (offline workflow memory): one task type's reusable workflow.
 
     ``steps`` are ALFWorld commands with placeholders: ``{obj}`` the task's object, ``{target}`` its target
@@ -139,7 +115,7 @@ class Workflow(_Out):
 MAX_CHEATSHEET = 60  # insights a Dynamic Cheatsheet keeps (the curator forgets the least useful beyond this)
 
 
-class CheatsheetEntry(_Out):
+class CheatsheetEntry(StageOutput):
     """One insight of a Dynamic Cheatsheet (DC-RS): ``topic`` names what it is about (a task type's procedure,
     where an object type is found, ...), ``insight`` is the sentence the action agent reads, ``uses`` how many
     retrieved trajectories have supported it so far (carried from one cheatsheet to the next)."""
@@ -149,7 +125,7 @@ class CheatsheetEntry(_Out):
     uses: int = Field(default=1, ge=1)
 
 
-class Cheatsheet(_Out):
+class Cheatsheet(StageOutput):
     """DC-RS (Dynamic Cheatsheet, retrieval & synthesis): the curator's memory after one task, the insights most
     useful for that task first; at most :data:`MAX_CHEATSHEET` entries, one per topic."""
 
@@ -165,53 +141,93 @@ class Cheatsheet(_Out):
         return self
 
 
-# -- MemArbiter ---------------------------------------------------------------------------------------------
-Bank = Literal["goal", "task_state", "constraint", "episodic", "reference"]
-BANKS: tuple[str, ...] = Bank.__args__  # type: ignore[attr-defined]
+class RetrievalAnalyzerInput(StageInput):
+    """A task that failed without memory and succeeded with ``memory`` (AGMR appendix C.1)."""
+
+    memory: MemoryEntry
+    failed: Trajectory
+    succeeded: Trajectory
 
 
-class CandidateItem(_Out):
-    """One atomic memory item proposed for one bank.
+class ReflectorInput(StageInput):
+    """The retrieved memory and the run that used it; ``expert_plan`` is this task's reference actions.
 
-    ``focal`` is the item's content (its full rendering). ``ambient`` is optional and not shown: MemArbiter renders
-    the ambient band with its own deterministic bank templates (``workbench.methods.arbiter.ambient``), so every
-    backend's items read the same there; a writer that proposes one is not refused for it.
+    Without an expert plan, the memory's own actions serve as the reference (right when the memory is a
+    successful run of the same task, as in offline refinement of a memory base).
     """
 
-    bank: Bank
-    focal: str = Field(min_length=1)
-    ambient: str = ""
-    entities: tuple[str, ...] = ()
-    op: Literal["add", "revise"] = "add"
-    source: str = ""
+    memory: MemoryEntry
+    trajectory: Trajectory
+    expert_plan: tuple[str, ...] = ()
 
 
-class CandidateWrites(_Out):
-    """MemArbiter candidate writer: the atomic items extracted from the latest evidence."""
+class FailureRefinerInput(StageInput):
+    """Failure branch: the reflection and column ``C[:, j]`` of the utilization matrix at the error step."""
 
-    items: tuple[CandidateItem, ...]  # required for the same reason as redundant_segments
-
-
-class ParsedState(_Out):
-    """MemArbiter state parser: the decision variables of the current step."""
-
-    subgoal: str = Field(min_length=1)
-    completed: tuple[str, ...] = ()
-    entities: tuple[str, ...] = ()
-    information_needs: tuple[str, ...] = ()
-    location: str | None = None
-    holding: str | None = None
-    last_action_failed: bool = False
-
-
-# -- Proactive memory agent ---------------------------------------------------------------------------------
-class Intervention(_Out):
-    """Phase 2: a reminder for the next action-agent call, or an explicit ``null`` to stay silent."""
-
-    reminder: str | None
+    memory: MemoryEntry
+    reflection: FailureReflection
+    utilization: tuple[float, ...] = Field(description="one score per memory segment at the critical step")
+    scale: float | None = Field(default=None, description="the entry's median peak utilization (median_k c^max_k), "
+                                "the reference for 'attended'; None: the column's own maximum")
 
     @model_validator(mode="after")
-    def _no_blank_reminder(self) -> Intervention:
-        if self.reminder is not None and not self.reminder.strip():
-            raise ValueError("reminder must be null (stay silent) or non-empty text")
+    def _shapes(self) -> FailureRefinerInput:
+        n = len(self.memory.segments)
+        if len(self.utilization) != n:
+            raise ValueError(f"utilization has {len(self.utilization)} scores but the memory has {n} segments")
+        if not 0 <= self.reflection.supporting_segment < max(n, 1):
+            raise ValueError(f"supporting_segment {self.reflection.supporting_segment} is not a segment index")
         return self
+
+
+class SuccessRefinerInput(StageInput):
+    """Success branch: redundancy candidates and the whole matrix ``C`` (rows = segments, cols = steps)."""
+
+    memory: MemoryEntry
+    reflection: SuccessReflection
+    utilization: tuple[tuple[float, ...], ...]
+    weak_rule: Literal["relative", "global_capped", "global"] = "relative"  # appendix E.2: ALFWorld, SciWorld, WebShop
+
+    @model_validator(mode="after")
+    def _shapes(self) -> SuccessRefinerInput:
+        if len(self.utilization) != len(self.memory.segments):
+            raise ValueError(f"utilization has {len(self.utilization)} rows but the memory has "
+                             f"{len(self.memory.segments)} segments")
+        return self
+
+
+class DirectFailureEditInput(StageInput):
+    """w/o AGR, failure branch: the reflection alone, no utilization."""
+
+    memory: MemoryEntry
+    reflection: FailureReflection
+
+    @model_validator(mode="after")
+    def _segment(self) -> DirectFailureEditInput:
+        if not 0 <= self.reflection.supporting_segment < max(len(self.memory.segments), 1):
+            raise ValueError(f"supporting_segment {self.reflection.supporting_segment} is not a segment index")
+        return self
+
+
+class DirectSuccessEditInput(StageInput):
+    """w/o AGR, success branch: the redundancy candidates alone, no utilization."""
+
+    memory: MemoryEntry
+    reflection: SuccessReflection
+
+
+class WorkflowInput(StageInput):
+    """AWM induction: successful trajectories (memory entries) of one task type."""
+
+    task_type: str = Field(min_length=1)
+    examples: tuple[MemoryEntry, ...] = Field(min_length=1)
+
+
+class CurateInput(StageInput):
+    """DC-RS curator for one task of the stream: the cheatsheet written for the previous task, this task's goal and
+    type, and the memory-base trajectories retrieved for it (most similar first)."""
+
+    goal: str = Field(min_length=1)
+    task_type: str = Field(min_length=1)
+    previous: Cheatsheet = Cheatsheet()
+    examples: tuple[MemoryEntry, ...] = ()

@@ -25,8 +25,13 @@ from workbench.envs.alfworld_text import (
     sightings,
     track,
 )
-from workbench.llm.inputs import StateParserInput, WriterInput
-from workbench.llm.schemas import CandidateItem, CandidateWrites, ParsedState
+from workbench.methods.arbiter.stage_types import (
+    CandidateItem,
+    CandidateWrites,
+    ParsedState,
+    StateParserInput,
+    WriterInput,
+)
 
 __all__ = ["parse_state", "write_candidates", "subgoals"]
 

@@ -3,7 +3,7 @@
 For each successful trajectory of one task type:
 
 1. Drop the steps the semantic reflector calls redundant (idle visits, repeats, "Nothing happens.", open/close
-   pairs, look/inventory/examine that are not the last step: :func:`workbench.llm.offline.reflector.redundant_steps`).
+   pairs, look/inventory/examine that are not the last step: :func:`workbench.methods.agmr.offline.reflector.redundant_steps`).
 2. Abstract every remaining command by role: the goal's object type -> ``{obj}``, the goal's receptacle type ->
    ``{target}``, anything else that holds or hides the object -> ``{place}``; the type's tool (sinkbasin,
    microwave, fridge, desklamp) keeps its type name; instance numbers go.
@@ -19,9 +19,8 @@ from __future__ import annotations
 from collections import Counter
 
 from workbench.envs.alfworld_text import entity_type, parse_action, parse_goal
-from workbench.llm.inputs import WorkflowInput
-from workbench.llm.offline.reflector import redundant_steps
-from workbench.llm.schemas import Workflow
+from workbench.methods.agmr.offline.reflector import redundant_steps
+from workbench.methods.agmr.stage_types import Workflow, WorkflowInput
 
 __all__ = ["induce_workflow", "abstract_actions"]
 
