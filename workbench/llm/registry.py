@@ -13,21 +13,21 @@ from typing import Any
 from workbench.llm.cache import CachedBackend
 from workbench.llm.errors import LLMConfigError
 from workbench.llm.protocol import Backend
+from workbench.registry import Registry
 
-__all__ = ["register_backend", "get_backend", "list_backends"]
+__all__ = ["BACKENDS", "register_backend", "get_backend", "list_backends"]
 
-_FACTORIES: dict[str, Callable[..., Backend]] = {}
+#: LLM backends by name: ``factory(**kwargs) -> Backend``.
+BACKENDS: Registry[Callable[..., Backend]] = Registry("backend", error=LLMConfigError)
 
 
-def register_backend(name: str, factory: Callable[..., Backend], *, replace: bool = False) -> None:
+def register_backend(name: str, factory: Callable[..., Backend], *, replace: bool = False, doc: str = "") -> None:
     """Register ``factory(**kwargs) -> Backend`` under ``name``."""
-    if name in _FACTORIES and not replace:
-        raise LLMConfigError(f"backend '{name}' is already registered (pass replace=True to override)")
-    _FACTORIES[name] = factory
+    BACKENDS.register(name, factory, replace=replace, doc=doc)
 
 
 def list_backends() -> list[str]:
-    return sorted(_FACTORIES)
+    return sorted(BACKENDS.names())
 
 
 def get_backend(name: str, *, cache_dir: str | os.PathLike | None = None, **kwargs: Any) -> Backend:
@@ -41,10 +41,7 @@ def get_backend(name: str, *, cache_dir: str | os.PathLike | None = None, **kwar
     Raises:
         LLMConfigError: unknown name (the message lists the registered ones) or bad arguments.
     """
-    try:
-        factory = _FACTORIES[name]
-    except KeyError:
-        raise LLMConfigError(f"unknown backend '{name}'; registered: {list_backends()}") from None
+    factory = BACKENDS.get(name)  # LLMConfigError naming every backend when unknown
     try:
         backend = factory(**kwargs)
     except TypeError as e:
@@ -83,7 +80,7 @@ def _scripted(**kwargs: Any) -> Backend:
 # The default backend of every method's LLM stages: the deterministic offline ALFWorld algorithms, named so in tables.
 OFFLINE_BACKEND = "offline-alfworld"
 
-register_backend("openai", _openai)
-register_backend("local", _local)
-register_backend("offline-alfworld", _offline_alfworld)
-register_backend("scripted", _scripted)
+register_backend("openai", _openai, doc="any OpenAI-compatible endpoint (llama.cpp's server, vLLM, ...)")
+register_backend("local", _local, doc="an in-process white-box model")
+register_backend("offline-alfworld", _offline_alfworld, doc="deterministic offline ALFWorld algorithms (no model)")
+register_backend("scripted", _scripted, doc="scripted replies, for tests")

