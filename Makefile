@@ -61,7 +61,7 @@ test: install install-server install-browser
 
 test-fast: install
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest -q -m "not integration" tests
+	WORKBENCH_FAST=1 $(BIN)/python -m pytest -q -m "not integration and not game and not browser" tests
 
 # Agent v1 (smollm2-135m-alfworld): memory-conditioned behaviour cloning of SmolLM2 on valid_train experts, Traj or
 # none above the full history (LoRA, 1 CPU thread, about 45 min); --resume continues from the last checkpoint under

