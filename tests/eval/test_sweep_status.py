@@ -134,12 +134,18 @@ def test_the_eta_counts_played_episodes_not_adopted_ones(grid, sleeper):
 def test_a_reused_pid_or_a_finished_invocation_is_not_live(grid, sleeper):
     out = Path(grid.out)
     out.mkdir(parents=True)
-    (out / "sweep.json").write_text(json.dumps({"invocations": [
-        invocation(sleeper.pid, ["a"], pid_started=psutil.Process(sleeper.pid).create_time() - 3600),
-        invocation(sleeper.pid, ["a"], finished="2026-12-04T00:00:00"),
-        {"started": "2026-12-01T00:00:00", "finished": None, "configurations": ["a"]},  # before pids were recorded
-    ]}))
-    refuse_concurrent(out, ["a"])
+
+    def recorded(*invocations):
+        (out / "sweep.json").write_text(json.dumps({"invocations": list(invocations)}))
+
+    recorded(invocation(sleeper.pid, ["a"]))  # the control: the same process, unfinished, is live and refuses
+    with pytest.raises(ConcurrentSweepError):
+        refuse_concurrent(out, ["a"])
+    for stale in (invocation(sleeper.pid, ["a"], pid_started=psutil.Process(sleeper.pid).create_time() - 3600),
+                  invocation(sleeper.pid, ["a"], finished="2026-12-04T00:00:00"),
+                  {"started": "2026-12-01T00:00:00", "finished": None, "configurations": ["a"]}):  # no pid recorded
+        recorded(stale)
+        refuse_concurrent(out, ["a"])  # raises ConcurrentSweepError if this one were taken for live
 
 
 def test_the_cli_prints_the_table(grid, capsys):

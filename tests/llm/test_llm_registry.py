@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from workbench.llm import (
-    Backend,
     CachedBackend,
     ChatResult,
     LLMConfigError,
@@ -18,16 +17,25 @@ from workbench.llm import (
     list_backends,
     register_backend,
 )
+from workbench.llm.stages import run_stage
+from workbench.methods.arbiter.stage_types import StateParserInput
 
 
 def test_builtin_backends_are_registered() -> None:
     assert {"openai", "local", "offline-alfworld", "scripted"} <= set(list_backends())
 
 
-def test_every_backend_satisfies_the_protocol(tmp_path) -> None:
-    for b in (OpenAIBackend(), OfflineALFWorldBackend(), ScriptedBackend(["x"]),
-              CachedBackend(ScriptedBackend(["x"]), tmp_path)):
-        assert isinstance(b, Backend) and b.name and b.model
+def test_every_backend_answers_a_stage_through_the_one_path(tmp_path) -> None:
+    """The offline algorithm, a scripted model and a cached one give the same validated output for the same stage
+    (OpenAI's client is exercised against llama.cpp's server in test_llm_server)."""
+    payload = StateParserInput(goal="put a clean mug in coffeemachine.", observation="You arrive at countertop 1. "
+                               "On the countertop 1, you see a mug 1.")
+    expected = run_stage(OfflineALFWorldBackend(), "arbiter_state_parser", payload).value
+    reply = expected.model_dump_json()
+    for b in (ScriptedBackend([reply]), CachedBackend(ScriptedBackend([reply]), tmp_path)):
+        assert b.name and b.model
+        assert run_stage(b, "arbiter_state_parser", payload).value == expected
+    assert OpenAIBackend().name and OpenAIBackend().model
 
 
 def test_custom_backends_register_once_and_can_be_replaced() -> None:
