@@ -46,20 +46,20 @@ def _refined(root: Path) -> None:
 
     from workbench.envs.base import Task
     from workbench.memory.trajectory import append_jsonl
-    from workbench.methods.agmr import RefineConfig
+    from workbench.methods.agmr.refine_config import RefineConfig
     from workbench.methods.agmr.recording import save_utilization
-    from workbench.methods.agmr.refine import _paths, prepare
+    from workbench.methods.agmr.refine_folder import refine_paths, prepare
 
     make_base(root)
     base, _ = prepare(root / "refined", RefineConfig(heads=((0, 0),), retriever="bm25", source=str(root / "source")))
-    _, log_path, exec_path = _paths(root / "refined")
+    _, log_path, exec_path = refine_paths(root / "refined")
     other = Task("valid_seen/pick_and_place_simple-Apple-None-Fridge-1/trial_2", "valid_seen", "pick", "/none")
     for task, script in ((TASK, [(False, WRONG, None), (True, RIGHT, None)]),
                          (other, [(True, RIGHT, None), (False, WRONG, None)])):
         r = ScriptedRefiner(base, script)
         r.on_execution = lambda e: append_jsonl(exec_path, e)
         append_jsonl(log_path, r.refine_task(task, "put a apple in fridge."))
-    from workbench.methods.agmr import load_executions
+    from workbench.methods.agmr.refine_folder import load_executions
 
     first = load_executions(root / "refined")[0].utilization
     save_utilization(root / "utilization.jsonl", [first.model_copy(update={

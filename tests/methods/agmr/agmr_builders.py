@@ -10,9 +10,11 @@ from workbench.envs.base import Task
 from workbench.llm.offline import OfflineALFWorldBackend
 from workbench.memory.base import MemoryBase
 from workbench.memory.trajectory import MemoryEntry, Segment, Step, Trajectory
-from workbench.methods.agmr import Execution, RefineConfig, Refiner
+from workbench.methods.agmr import Refiner
 from workbench.methods.agmr.recording import UtilizationEpisode
+from workbench.methods.agmr.records import Execution
 from workbench.methods.agmr.refine import _Run
+from workbench.methods.agmr.refine_config import RefineConfig
 
 GOAL = "put a apple in fridge."
 PLAN = ("go to countertop 1", "take apple 1 from countertop 1", "go to fridge 1", "open fridge 1",

@@ -8,11 +8,11 @@ from agmr_builders import entry
 
 from workbench.envs.base import Task
 from workbench.llm import ScriptedBackend, render_stage, run_stage
-from workbench.methods.agmr.stage_types import WorkflowInput
 from workbench.llm.offline import OfflineALFWorldBackend
-from workbench.methods.agmr.offline.awm import abstract_actions
 from workbench.memory.base import MemoryBase
 from workbench.methods.agmr import WorkflowMemory
+from workbench.methods.agmr.offline.awm import abstract_actions
+from workbench.methods.agmr.stage_types import WorkflowInput
 
 
 def test_actions_are_abstracted_by_role_and_tools_keep_their_type():

@@ -13,8 +13,13 @@ from workbench.cli import main
 from workbench.eval.config import RunConfig
 from workbench.memory import MemoryBase, TrajectoryFormatError, import_eto
 from workbench.memory.trajectory import Trajectory, read_jsonl
-from workbench.methods.agmr import RefineConfig, load_log, refine_stats
-from workbench.methods.agmr.refine import _paths, prepare
+from workbench.methods.agmr.refine_config import RefineConfig
+from workbench.methods.agmr.refine_folder import (
+    load_log,
+    prepare,
+    refine_paths,
+    refine_stats,
+)
 
 EID = "valid_train/tomato/t1"
 
@@ -26,7 +31,7 @@ def refined(tmp_path):
     root = tmp_path / "refined"
     base, _ = prepare(root, RefineConfig(heads=((0, 0),), retriever="bm25", source=str(tmp_path / "source")))
     r = ScriptedRefiner(base, [(False, WRONG, None), (True, RIGHT, None)])
-    _, log_path, _ = _paths(root)
+    _, log_path, _ = refine_paths(root)
     from workbench.memory.trajectory import append_jsonl
 
     append_jsonl(log_path, r.refine_task(TASK, "put a apple in fridge."))

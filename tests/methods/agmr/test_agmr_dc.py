@@ -9,14 +9,18 @@ import pytest
 from agmr_builders import entry
 
 from workbench.envs.base import Task
-from workbench.methods.agmr.stage_types import Cheatsheet, CheatsheetEntry, CurateInput
 from workbench.llm import ScriptedBackend, render_stage, run_stage
 from workbench.llm.errors import LLMError
 from workbench.llm.offline import OfflineALFWorldBackend
-from workbench.methods.agmr.stage_types import MAX_CHEATSHEET
 from workbench.memory.base import MemoryBase
 from workbench.memory.render import render_memory
 from workbench.methods.agmr import DynamicCheatsheet
+from workbench.methods.agmr.stage_types import (
+    MAX_CHEATSHEET,
+    Cheatsheet,
+    CheatsheetEntry,
+    CurateInput,
+)
 
 OFFLINE = OfflineALFWorldBackend()
 

@@ -17,15 +17,14 @@ from agmr_builders import (
 from workbench.envs.base import Task
 from workbench.memory.trajectory import append_jsonl
 from workbench.methods.agmr import (
-    RefineConfig,
-    load_log,
     recorded_verifier,
     refined_share,
     refinement_cases,
     scenario_groups,
     success_by_scenario,
 )
-from workbench.methods.agmr.refine import _paths, prepare
+from workbench.methods.agmr.refine_config import RefineConfig
+from workbench.methods.agmr.refine_folder import load_log, prepare, refine_paths
 from workbench.studies.agmr_grids import agmr_configs
 from workbench.viz import (
     refinement_case_figure,
@@ -42,7 +41,7 @@ def refined(tmp_path):
                                   entry("valid_train/pen/t4", "put a pen in drawer.")])  # BM25 needs an idf
     root = tmp_path / "refined"
     base, _ = prepare(root, RefineConfig(heads=((0, 0),), retriever="bm25", source=str(tmp_path / "source")))
-    _, log_path, exec_path = _paths(root)
+    _, log_path, exec_path = refine_paths(root)
     for task, goal, script in ((TASK, "put a apple in fridge.", [(False, WRONG, None), (True, RIGHT, None)]),
                                (OTHER, "put a mug in desk.", [(True, RIGHT, None), (True, RIGHT, None)])):
         r = ScriptedRefiner(base, script)
@@ -88,7 +87,7 @@ def test_figure_6_cases_mark_the_critical_step_before_and_the_expected_use_after
 
 
 def test_the_recorded_verifier_returns_the_verification_on_record_and_refuses_an_unplayed_candidate(refined):
-    from workbench.methods.agmr import load_executions
+    from workbench.methods.agmr.refine_folder import load_executions
 
     verify = recorded_verifier(refined)
     cand = next(e for e in load_executions(refined) if e.candidate and e.task_id == TASK.task_id)

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from workbench.memory.base import MemoryBase
-from workbench.methods.agmr import load_executions, load_log, refine_stats
+from workbench.methods.agmr.refine_folder import load_executions, load_log, refine_stats
 
 pytestmark = pytest.mark.integration
 

@@ -12,8 +12,13 @@ from agmr_builders import PLAN, RIGHT, TASK, WRONG, ScriptedRefiner, entry, make
 from workbench.llm import ScriptedBackend
 from workbench.memory.base import MemoryBase
 from workbench.memory.trajectory import append_jsonl
-from workbench.methods.agmr import RefineConfig, load_log
-from workbench.methods.agmr.refine import REFINE_DIR, _paths, prepare
+from workbench.methods.agmr.refine_config import RefineConfig
+from workbench.methods.agmr.refine_folder import (
+    REFINE_DIR,
+    load_log,
+    prepare,
+    refine_paths,
+)
 
 
 def _rows(n_seg, n_steps, strong=(1,), weak=(), value=1.0):
@@ -125,10 +130,12 @@ def test_a_strongly_used_redundant_segment_is_kept_by_agmr_and_deleted_without_t
 
 
 def test_a_refiner_that_deletes_a_used_segment_is_refused_whatever_the_backend(tmp_path, monkeypatch):
-    from workbench.methods.agmr.stage_types import SegmentEdit
-    from workbench.methods.agmr.stage_types import SuccessRefinerInput
     from workbench.llm.offline.backend import OFFLINE_ALGORITHMS
-    from workbench.methods.agmr.stage_types import Refinement
+    from workbench.methods.agmr.stage_types import (
+        Refinement,
+        SegmentEdit,
+        SuccessRefinerInput,
+    )
 
     rows = [[0.1, 0.1, 0.1] for _ in range(6)]
     rows[2] = [0.1, 2.0, 0.1]  # the 'look' is redundant but read sharply: an LLM refiner deletes it anyway
@@ -141,10 +148,12 @@ def test_a_refiner_that_deletes_a_used_segment_is_refused_whatever_the_backend(t
 
 
 def test_a_failure_edit_may_touch_only_the_supporting_segment_and_supported_distractors(tmp_path, monkeypatch):
-    from workbench.methods.agmr.stage_types import SegmentEdit
-    from workbench.methods.agmr.stage_types import FailureRefinerInput
     from workbench.llm.offline.backend import OFFLINE_ALGORITHMS
-    from workbench.methods.agmr.stage_types import Refinement
+    from workbench.methods.agmr.stage_types import (
+        FailureRefinerInput,
+        Refinement,
+        SegmentEdit,
+    )
 
     def stray(inp):  # an LLM refiner that also rewrites a segment nobody attended to
         i = inp.reflection.supporting_segment
@@ -200,7 +209,7 @@ def test_resume_after_a_kill_recovers_a_landed_commit_and_replays_an_unfinished_
     root = tmp_path / "refined"
     base, done = prepare(root, cfg)
     assert done == set() and len(base) == 2 and (root / REFINE_DIR / "config.json").exists()
-    _, log_path, exec_path = _paths(root)
+    _, log_path, exec_path = refine_paths(root)
     r = ScriptedRefiner(base, [(False, WRONG, None), (True, RIGHT, None)],
                         source=str(tmp_path / "source"))
     r.on_execution = lambda e: (r.executions.append(e), append_jsonl(exec_path, e))
@@ -250,4 +259,4 @@ def test_a_kill_while_the_source_is_copied_leaves_a_folder_the_next_call_copies_
     monkeypatch.setattr(MemoryBase, "clone", real)
     base, done = prepare(root, cfg)
     assert len(base) == len(MemoryBase(tmp_path / "source")) and done == set()
-    assert "cloning" not in json.loads(_paths(root)[0].read_text())
+    assert "cloning" not in json.loads(refine_paths(root)[0].read_text())

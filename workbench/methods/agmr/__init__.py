@@ -22,20 +22,13 @@ from workbench.methods.agmr.evaluate import (
     scenario_groups,
     success_by_scenario,
 )
-from workbench.methods.agmr.refine import (
-    OUTCOMES,
+from workbench.methods.agmr.records import OUTCOMES, Attempt, Execution, TaskRecord
+from workbench.methods.agmr.refine import Refiner, execute, refine
+from workbench.methods.agmr.refine_config import VARIANTS, RefineConfig, RefinementError
+from workbench.methods.agmr.refine_folder import (
     REFINE_DIR,
-    VARIANTS,
-    Attempt,
-    Execution,
-    RefineConfig,
-    RefinementError,
-    Refiner,
-    TaskRecord,
-    execute,
     load_executions,
     load_log,
-    refine,
     refine_stats,
 )
 

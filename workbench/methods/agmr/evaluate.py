@@ -23,12 +23,8 @@ from workbench.envs.alfworld import ALFWorldEnv, load_alfworld_tasks
 from workbench.memory.base import MemoryBase
 from workbench.memory.trajectory import MemoryEntry, Trajectory
 from workbench.methods.agmr.recording import UtilizationEpisode
-from workbench.methods.agmr.refine import (
-    Execution,
-    TaskRecord,
-    load_executions,
-    load_log,
-)
+from workbench.methods.agmr.records import Execution, TaskRecord
+from workbench.methods.agmr.refine_folder import load_executions, load_log
 
 __all__ = ["scenario_groups", "success_by_scenario", "refined_share", "refinement_cases", "recorded_verifier", "model_verifier", "SCENARIOS"]
 

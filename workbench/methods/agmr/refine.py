@@ -34,22 +34,20 @@ that provenance, and a task without either is played again.
 
 from __future__ import annotations
 
-import json
-import statistics
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from workbench.agents.loop import Agent
 from workbench.agents.policy import FixedEntry
 from workbench.attention import default_retrieval_heads
 from workbench.attention.diagnosis import diagnose_column, entry_scale
 from workbench.envs.alfworld import ALFWorldEnv, load_alfworld_tasks
-from workbench.envs.memory_base import default_memory_base, expert_trajectories_for
+from workbench.envs.memory_base import expert_trajectories_for
 from workbench.envs.selection import parse_task_slice
 from workbench.llm import LLMOutputError, run_stage
 from workbench.llm.registry import get_backend
@@ -60,13 +58,21 @@ from workbench.memory.trajectory import (
     MemoryEntry,
     Trajectory,
     append_jsonl,
-    atomic_write_text,
-    cut_torn_tail,
-    iter_jsonl_dicts,
-    read_text_utf8,
 )
 from workbench.methods.agmr.offline.refiner import strongest_rivals, weakly_utilized
 from workbench.methods.agmr.recording import UtilizationEpisode, utilization_episode
+from workbench.methods.agmr.records import (
+    Attempt,
+    Execution,
+    TaskRecord,
+    entry_diff,
+    error_text,
+    pattern_counts,
+    reward,
+    utilization_summary,
+)
+from workbench.methods.agmr.refine_config import RefineConfig, RefinementError
+from workbench.methods.agmr.refine_folder import prepare, refine_paths, refine_stats
 from workbench.methods.agmr.segment_edits import SegmentEditError, apply_segment_edits
 from workbench.methods.agmr.stage_types import (
     DirectFailureEditInput,
@@ -76,165 +82,8 @@ from workbench.methods.agmr.stage_types import (
     SuccessRefinerInput,
 )
 from workbench.models import load_model
-from workbench.models.registry import DEFAULT_AGENT
-from workbench.provenance import versions
 
-__all__ = ["RefineConfig", "RefinementError", "Execution", "Attempt", "TaskRecord", "Refiner", "refine", "execute",
-           "load_log", "load_executions", "refine_stats", "REFINE_DIR", "VARIANTS", "OUTCOMES"]
-
-REFINE_DIR = "refine"
-VARIANTS = ("agmr", "no-agr")
-OUTCOMES = ("committed", "discarded", "rolled_back", "no_edit", "no_memory", "error")
-
-
-class RefinementError(ValueError):
-    """An LLM stage's answer that cannot be applied (counted as an attempt; nothing is applied)."""
-
-
-@dataclass(frozen=True)
-class RefineConfig:
-    """One refinement run.
-
-    Attributes:
-        split, tasks: the refinement tasks (valid_seen: the default agent was cloned on valid_train's games).
-        model, dtype: the agent.
-        heads: the retrieval heads H that C averages; empty: the model's committed heads.
-        backend, backend_args: the LLM stages' backend (``offline-alfworld``: the deterministic algorithms).
-        variant: ``agmr`` or ``no-agr`` (the reflector edits directly, no C).
-        max_attempts: K, failure-branch attempts.
-        reward_gain: a failure-branch edit is also accepted when the reward rises by this much.
-        weak_rule: the success branch's weak-utilization rule (relative, global_capped, global).
-        retriever: how m* is retrieved (as the Traj condition).
-        max_steps: episode step limit.
-        source: the base refined (a folder); None: the default memory base (valid_train expert trajectories).
-    """
-
-    split: str = "valid_seen"
-    tasks: str = "all"
-    model: str = DEFAULT_AGENT
-    dtype: str = "float32"
-    heads: tuple[tuple[int, int], ...] = ()
-    backend: str = "offline-alfworld"
-    backend_args: tuple[str, ...] = ()
-    variant: str = "agmr"
-    max_attempts: int = 3
-    reward_gain: float = 0.3
-    weak_rule: str = "relative"
-    retriever: str = "minilm"
-    max_steps: int = 50
-    source: str | None = None
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "heads", tuple(tuple(int(x) for x in h) for h in self.heads))
-        object.__setattr__(self, "backend_args", tuple(self.backend_args))
-        if self.variant not in VARIANTS:
-            raise ValueError(f"variant '{self.variant}': expected one of {', '.join(VARIANTS)}")
-        if self.max_attempts < 1:
-            raise ValueError(f"max_attempts {self.max_attempts}: expected at least 1")
-        if self.weak_rule not in ("relative", "global_capped", "global"):
-            raise ValueError(f"weak_rule '{self.weak_rule}': expected relative, global_capped or global")
-        for kv in self.backend_args:
-            if "=" not in kv:
-                raise ValueError(f"backend argument '{kv}': expected KEY=VALUE")
-
-    def identity(self) -> dict:
-        d = asdict(self)
-        d["heads"] = [list(h) for h in self.heads]
-        d["backend_args"] = list(self.backend_args)
-        return d
-
-
-class _Rec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Execution(_Rec):
-    """One episode played during refinement: the memory shown, the trajectory and its C."""
-
-    id: str  # "<task_id>#<n>", n = 0 the execution with m*, then one per verification
-    task_id: str
-    entry_id: str
-    base_version: int  # the version of the entry in the base the memory was derived from
-    candidate: bool  # False: m* itself; True: a refined candidate m'
-    memory: MemoryEntry
-    trajectory: Trajectory
-    utilization: UtilizationEpisode
-
-
-class Attempt(_Rec):
-    """One refinement attempt: what each stage said, the edit, and its verification."""
-
-    n: int
-    reflection: dict | None = None
-    rule: dict | None = None  # diagnose_column on C[:, j] (failure branch)
-    refinement: dict | None = None  # the refiner's (or the reflector's, w/o AGR) output
-    pattern: str | None = None  # the refiner's pattern (failure branch, agmr)
-    utilization: dict | None = None  # success branch, agmr: the per-segment C summary the weak rule read
-    error: str | None = None  # a RefinementError / LLMOutputError: "<Type>: message"
-    diff: str = ""
-    execution: str | None = None  # the verification run
-    success: bool | None = None
-    reward_gain: float | None = None
-
-
-class TaskRecord(_Rec):
-    """What refining one task did."""
-
-    task_id: str
-    task_type: str = ""
-    entry_id: str | None = None
-    base_version: int | None = None
-    branch: Literal["failure", "success"] | None = None
-    outcome: Literal["committed", "discarded", "rolled_back", "no_edit", "no_memory", "error"]
-    committed_version: int | None = None
-    first_pattern: str | None = None  # the pattern of the first diagnosis that got through (on m*'s run, mostly)
-    first_rule_pattern: str | None = None
-    final_pattern: str | None = None  # the pattern of the last refinement iteration's diagnosis (Figure 9: the paper
-    final_rule_pattern: str | None = None  # counts "the diagnosis ... in the final refinement iteration")
-    committed_pattern: str | None = None
-    attempts: tuple[Attempt, ...] = ()
-    executions: tuple[str, ...] = ()
-    segments_before: int | None = None
-    segments_after: int | None = None
-    tokens_before: int | None = None  # o200k tokens of the entry's canonical rendering
-    tokens_after: int | None = None
-    recovered: bool = False  # rebuilt on resume from a commit's provenance (the log line was lost to a kill)
-    meta: dict = Field(default_factory=dict)
-
-
-def _diff(entry: MemoryEntry, cand: MemoryEntry, n: int) -> str:
-    return entry_diff(entry, cand, labels=(f"{entry.entry_id}@v{entry.version}", f"{entry.entry_id}@candidate-{n}"))
-
-
-def _patterns(attempts: Sequence[Attempt]) -> dict:
-    """A failure branch's diagnoses, as its TaskRecord holds them: the refiner's and the rule's pattern of the
-    first attempt that got through its stages, and of the last attempt that had one (the final iteration)."""
-    def rule(a: Attempt) -> str | None:
-        return (a.rule or {}).get("pattern")
-
-    through = [a for a in attempts if not a.error]
-    return {"first_pattern": next((a.pattern for a in through if a.pattern), None),
-            "first_rule_pattern": next((rule(a) for a in through if rule(a)), None),
-            "final_pattern": next((a.pattern for a in reversed(attempts) if a.pattern), None),
-            "final_rule_pattern": next((rule(a) for a in reversed(attempts) if rule(a)), None)}
-
-
-def _utilization_summary(rows: Sequence[Sequence[float]], weak_rule: str, weak: set[int], refl: Any,
-                         allowed: set[int]) -> dict:
-    """What the success branch's weak-utilization rule read, for the audit trail: each segment's c^max and c-bar
-    over the run's steps (the statistics of appendix E.2's rules), the rule, the weakly used segments, the
-    reflector's redundancy candidates and their intersection (the only segments a refiner may delete)."""
-    return {"weak_rule": weak_rule, "c_max": [round(max(r), 5) if r else 0.0 for r in rows],
-            "c_mean": [round(sum(r) / len(r), 5) if r else 0.0 for r in rows], "weak": sorted(weak),
-            "redundant": sorted(r.index for r in refl.redundant_segments), "deletable": sorted(allowed)}
-
-
-def _reward(traj: Trajectory) -> float:
-    return 1.0 if traj.success else max((s.reward for s in traj.steps), default=0.0)
-
-
-def _error(e: Exception) -> str:
-    return f"{type(e).__name__}: {e}"
+__all__ = ["Refiner", "refine", "execute"]
 
 
 @dataclass
@@ -364,7 +213,7 @@ class Refiner:
             # redundant and C shows it weakly used (an LLM refiner may propose more; the offline one never does).
             weak = weakly_utilized(rows, self.config.weak_rule)
             allowed = {r.index for r in refl.redundant_segments} & weak
-            info["utilization"] = _utilization_summary(rows, self.config.weak_rule, weak, refl, allowed)
+            info["utilization"] = utilization_summary(rows, self.config.weak_rule, weak, refl, allowed)
             bad = sorted(e.index for e in out.edits if e.op == "delete" and e.index not in allowed)
             if bad:
                 raise RefinementError(f"refiner_success: deletes segments {bad}, which are not both redundant "
@@ -397,18 +246,18 @@ class Refiner:
                 try:
                     cand, info = self._failure_edit(memory, run, task.task_id, info)
                 except typed as e:
-                    attempts.append(Attempt(n=n, error=_error(e), reflection=info.get("reflection"),
+                    attempts.append(Attempt(n=n, error=error_text(e), reflection=info.get("reflection"),
                                             rule=info.get("rule"), refinement=info.get("refinement"),
                                             pattern=info.get("pattern")))
                     continue
                 verify = self.execute(task, cand, len(runs), entry.version, candidate=True)
                 runs.append(verify.execution.id)
-                gain = _reward(verify.traj) - _reward(first.traj)
+                gain = reward(verify.traj) - reward(first.traj)
                 ok = verify.traj.success or gain >= self.config.reward_gain - 1e-9 > 0 or (
                     gain > 0 and self.config.reward_gain == 0)
                 attempt = Attempt(n=n, reflection=info.get("reflection"), rule=info.get("rule"),
                                   refinement=info.get("refinement"), pattern=info.get("pattern"),
-                                  diff=_diff(entry, cand, n), execution=verify.execution.id,
+                                  diff=entry_diff(entry, cand, n), execution=verify.execution.id,
                                   success=verify.traj.success, reward_gain=gain)
                 attempts.append(attempt)
                 if ok:
@@ -416,11 +265,11 @@ class Refiner:
                 memory, run = cand, verify
             return TaskRecord(**common, branch="failure", outcome="discarded" if any(a.execution for a in attempts)
                               else "error", attempts=tuple(attempts), executions=tuple(runs),
-                              **_patterns(attempts), segments_after=len(entry.segments), tokens_after=common["tokens_before"])
+                              **pattern_counts(attempts), segments_after=len(entry.segments), tokens_after=common["tokens_before"])
         try:
             cand, info = self._success_edit(entry, first)
         except typed as e:
-            return TaskRecord(**common, branch="success", outcome="error", attempts=(Attempt(n=1, error=_error(e)),),
+            return TaskRecord(**common, branch="success", outcome="error", attempts=(Attempt(n=1, error=error_text(e)),),
                               executions=tuple(runs), segments_after=len(entry.segments),
                               tokens_after=common["tokens_before"])
         if cand is None:
@@ -432,8 +281,8 @@ class Refiner:
         verify = self.execute(task, cand, 1, entry.version, candidate=True)
         runs.append(verify.execution.id)
         attempt = Attempt(n=1, reflection=info["reflection"], refinement=info["refinement"], pattern=info.get("pattern"),
-                          utilization=info.get("utilization"), diff=_diff(entry, cand, 1), execution=verify.execution.id, success=verify.traj.success,
-                          reward_gain=_reward(verify.traj) - _reward(first.traj))
+                          utilization=info.get("utilization"), diff=entry_diff(entry, cand, 1), execution=verify.execution.id, success=verify.traj.success,
+                          reward_gain=reward(verify.traj) - reward(first.traj))
         if verify.traj.success:
             return self._commit(task, entry, cand, "success", [attempt], runs, common)
         return TaskRecord(**common, branch="success", outcome="rolled_back", attempts=(attempt,),
@@ -443,7 +292,7 @@ class Refiner:
     def _commit(self, task: Any, entry: MemoryEntry, cand: MemoryEntry, branch: str, attempts: list[Attempt],
                 runs: list[str], common: dict) -> TaskRecord:
         last = attempts[-1]
-        patterns = _patterns(attempts) if branch == "failure" else {}
+        patterns = pattern_counts(attempts) if branch == "failure" else {}
         pattern = last.pattern or ("low_utilization_redundancy" if branch == "success" and self.config.variant ==
                                    "agmr" else None)
         rule = last.rule or {}
@@ -467,97 +316,6 @@ class Refiner:
                           tokens_after=memory_tokens(stored))
 
 
-# -- the run over a split ------------------------------------------------------------------------------------
-def _paths(root: Path) -> tuple[Path, Path, Path]:
-    d = root / REFINE_DIR
-    return d / "config.json", d / "log.jsonl", d / "executions.jsonl"
-
-
-def load_log(root: str | Path) -> list[TaskRecord]:
-    """The task records of a refined base (a torn last line, from a kill, is skipped)."""
-    _, log, _ = _paths(Path(root))
-    return [TaskRecord.model_validate(d) for d in iter_jsonl_dicts(log)]
-
-
-def load_executions(root: str | Path, ids: Sequence[str] | None = None) -> list[Execution]:
-    """The executions of a refined base (all, or those with the given ids, in file order)."""
-    _, _, path = _paths(Path(root))
-    want = set(ids) if ids is not None else None
-    return [Execution.model_validate(d) for d in iter_jsonl_dicts(path) if want is None or d.get("id") in want]
-
-
-def _recover(base: MemoryBase, done: set[str]) -> list[TaskRecord]:
-    """Task records for commits whose log line never landed (a kill between the commit and the log append)."""
-    out = []
-    for r in base.commits():
-        p = r.provenance
-        task = p.get("refinement_task")
-        if p.get("method") != "agmr" or not task or task in done:
-            continue
-        out.append(TaskRecord(task_id=task, entry_id=r.entry_id, base_version=r.version - 1, branch=p.get("branch"),
-                              outcome="committed", committed_version=r.version, committed_pattern=p.get("pattern"),
-                              first_pattern=p.get("first_pattern"), first_rule_pattern=p.get("first_rule_pattern"),
-                              final_pattern=p.get("final_pattern"), final_rule_pattern=p.get("final_rule_pattern"),
-                              executions=tuple(p.get("executions") or ()), segments_after=len(r.entry.segments),
-                              tokens_after=memory_tokens(r.entry), recovered=True))
-        done.add(task)
-    return out
-
-
-def _open_base(root: Path, config: RefineConfig) -> MemoryBase:
-    cfg_path, _, _ = _paths(root)
-    if cfg_path.exists() and json.loads(read_text_utf8(cfg_path)).get("cloning"):
-        # a kill while the source was being copied: nothing was refined yet, so copy it again
-        for name in ("entries.jsonl", "history.jsonl"):
-            (root / name).unlink(missing_ok=True)
-        cfg_path.unlink()
-    if cfg_path.exists():
-        saved = json.loads(read_text_utf8(cfg_path))
-        if saved.get("config") != config.identity():
-            diff = {k: (saved.get("config", {}).get(k), v) for k, v in config.identity().items()
-                    if saved.get("config", {}).get(k) != v}
-            raise ValueError(f"{root}: holds a refinement with other parameters {diff} (saved, given); refine into "
-                             "a new --base-out folder or pass the same parameters to resume")
-        return MemoryBase(root)
-    if (root / "entries.jsonl").exists():
-        raise ValueError(f"{root}: already holds a memory base that no refinement made; refine into a new folder")
-    if config.source:
-        src_root = Path(config.source)
-        if not (src_root / "entries.jsonl").exists():
-            raise FileNotFoundError(f"{src_root}: no memory base there (no entries.jsonl)")
-        src = MemoryBase(src_root)
-    else:
-        src = default_memory_base()
-    record = {"config": config.identity(), "source": {"path": str(src.root), "digest": src.digest(),
-                                                      "entries": len(src)}, "versions": versions()}
-    cfg_path.parent.mkdir(parents=True, exist_ok=True)
-    # the config first, marked: a kill during the copy leaves a folder the next call recognises and copies again
-    atomic_write_text(cfg_path, json.dumps(record | {"cloning": True}, indent=1))
-    base = src.clone(root)
-    atomic_write_text(cfg_path, json.dumps(record, indent=1))
-    return base
-
-
-def prepare(root: Path, config: RefineConfig) -> tuple[MemoryBase, set[str]]:
-    """Open (or create) the refined base in ``root`` and settle what a kill left: returns the base and the tasks done.
-
-    A commit whose log line never landed gets its record back from the provenance; executions of a task that
-    never finished are dropped (it is played again, so its ids stay unique).
-    """
-    base = _open_base(root, config)
-    _, log_path, exec_path = _paths(root)
-    cut_torn_tail(log_path)
-    done = {r.task_id for r in load_log(root)}
-    for rec in _recover(base, done):
-        append_jsonl(log_path, rec)
-    rows = list(iter_jsonl_dicts(exec_path))
-    kept = [d for d in rows if d.get("task_id") in done]
-    if len(kept) != len(rows):
-        atomic_write_text(exec_path, "".join(json.dumps(d) + "\n" for d in kept))
-    cut_torn_tail(exec_path)
-    return base, done
-
-
 def refine(config: RefineConfig, out: str | Path, *, lm: Any = None, progress: bool = True,
            stop_after: int | None = None) -> dict:
     """Refine a copy of the source base on ``config``'s tasks into ``out`` (resuming what is there).
@@ -576,7 +334,7 @@ def refine(config: RefineConfig, out: str | Path, *, lm: Any = None, progress: b
         config = RefineConfig(**{**asdict(config), "heads": tuple(default_retrieval_heads(config.model))})
     backend = get_backend(config.backend, **dict(kv.split("=", 1) for kv in config.backend_args))
     base, done = prepare(root, config)
-    _, log_path, exec_path = _paths(root)
+    _, log_path, exec_path = refine_paths(root)
     tasks = load_alfworld_tasks(config.split)
     tasks = [tasks[i] for i in parse_task_slice(config.tasks, len(tasks))]
     todo = [t for t in tasks if t.task_id not in done]
@@ -609,35 +367,3 @@ def _goal(env: Any, task: Any) -> str:
     return env.goal()
 
 
-def refine_stats(root: str | Path) -> dict:
-    """What a refinement did: tasks, branches, commits per pattern and branch, rollbacks, attempts, the base."""
-    root = Path(root)
-    cfg_path, _, _ = _paths(root)
-    saved = json.loads(read_text_utf8(cfg_path)) if cfg_path.exists() else {}
-    log = load_log(root)
-    base = MemoryBase(root)
-    failures = [r for r in log if r.branch == "failure"]
-    commits = [r for r in log if r.outcome == "committed"]
-    by = Counter(f"{r.branch}/{r.committed_pattern or 'edit'}" for r in commits)
-    tokens_now = sum(memory_tokens(e) for e in base)
-    originals = {e.entry_id: base.original(e.entry_id) for e in base}
-    tokens_then = sum(memory_tokens(e) for e in originals.values())
-    return {
-        "config": saved.get("config"), "source": saved.get("source"),
-        "tasks": len(log), "failures": len(failures), "successes": sum(r.branch == "success" for r in log),
-        "no_memory": sum(r.outcome == "no_memory" for r in log),
-        "outcomes": dict(Counter(r.outcome for r in log)),
-        "commits": len(commits), "commits_by_branch_pattern": dict(sorted(by.items())),
-        "failure_patterns": dict(Counter(r.final_pattern or "none" for r in failures)),  # final iteration's (Figure 9)
-        "failure_rule_patterns": dict(Counter(r.final_rule_pattern or "none" for r in failures)),
-        "first_failure_patterns": dict(Counter(r.first_pattern or "none" for r in failures)),
-        "discarded": sum(r.outcome == "discarded" for r in log),
-        "rolled_back": sum(r.outcome == "rolled_back" for r in log),
-        "errors": sum(1 for r in log for a in r.attempts if a.error),
-        "mean_attempts_failure": statistics.fmean([len(r.attempts) for r in failures]) if failures else None,
-        "entries_before": len(originals), "entries_after": len(base),
-        "entries_refined": sum(1 for e in base if e.version != originals[e.entry_id].version),
-        "memory_tokens_before": tokens_then, "memory_tokens_after": tokens_now,
-        "segments_before": sum(len(e.segments) for e in originals.values()),
-        "segments_after": sum(len(e.segments) for e in base),
-    }

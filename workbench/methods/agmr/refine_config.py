@@ -1,0 +1,69 @@
+"""A refinement's parameters (AGMR Algorithm 1): the split and tasks, the agent, the retrieval heads, the backend of the reflector and refiner, the variant, and what its folder's identity is made of."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from workbench.models.registry import DEFAULT_AGENT
+
+__all__ = ["VARIANTS", "RefinementError", "RefineConfig"]
+
+
+VARIANTS = ("agmr", "no-agr")
+
+
+class RefinementError(ValueError):
+    """An LLM stage's answer that cannot be applied (counted as an attempt; nothing is applied)."""
+
+
+@dataclass(frozen=True)
+class RefineConfig:
+    """One refinement run.
+
+    Attributes:
+        split, tasks: the refinement tasks (valid_seen: the default agent was cloned on valid_train's games).
+        model, dtype: the agent.
+        heads: the retrieval heads H that C averages; empty: the model's committed heads.
+        backend, backend_args: the LLM stages' backend (``offline-alfworld``: the deterministic algorithms).
+        variant: ``agmr`` or ``no-agr`` (the reflector edits directly, no C).
+        max_attempts: K, failure-branch attempts.
+        reward_gain: a failure-branch edit is also accepted when the reward rises by this much.
+        weak_rule: the success branch's weak-utilization rule (relative, global_capped, global).
+        retriever: how m* is retrieved (as the Traj condition).
+        max_steps: episode step limit.
+        source: the base refined (a folder); None: the default memory base (valid_train expert trajectories).
+    """
+
+    split: str = "valid_seen"
+    tasks: str = "all"
+    model: str = DEFAULT_AGENT
+    dtype: str = "float32"
+    heads: tuple[tuple[int, int], ...] = ()
+    backend: str = "offline-alfworld"
+    backend_args: tuple[str, ...] = ()
+    variant: str = "agmr"
+    max_attempts: int = 3
+    reward_gain: float = 0.3
+    weak_rule: str = "relative"
+    retriever: str = "minilm"
+    max_steps: int = 50
+    source: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "heads", tuple(tuple(int(x) for x in h) for h in self.heads))
+        object.__setattr__(self, "backend_args", tuple(self.backend_args))
+        if self.variant not in VARIANTS:
+            raise ValueError(f"variant '{self.variant}': expected one of {', '.join(VARIANTS)}")
+        if self.max_attempts < 1:
+            raise ValueError(f"max_attempts {self.max_attempts}: expected at least 1")
+        if self.weak_rule not in ("relative", "global_capped", "global"):
+            raise ValueError(f"weak_rule '{self.weak_rule}': expected relative, global_capped or global")
+        for kv in self.backend_args:
+            if "=" not in kv:
+                raise ValueError(f"backend argument '{kv}': expected KEY=VALUE")
+
+    def identity(self) -> dict:
+        d = asdict(self)
+        d["heads"] = [list(h) for h in self.heads]
+        d["backend_args"] = list(self.backend_args)
+        return d

@@ -1,0 +1,153 @@
+"""A refinement's folder: the refined copy of the memory base, its log of task records and executions, and what a killed refinement recovers on the next call."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+from workbench.envs.memory_base import default_memory_base
+from workbench.memory.base import MemoryBase
+from workbench.memory.tokens import memory_tokens
+from workbench.memory.trajectory import (
+    append_jsonl,
+    atomic_write_text,
+    cut_torn_tail,
+    iter_jsonl_dicts,
+    read_text_utf8,
+)
+from workbench.methods.agmr.records import Execution, TaskRecord
+from workbench.methods.agmr.refine_config import RefineConfig
+from workbench.provenance import versions
+
+__all__ = ["REFINE_DIR", "refine_paths", "load_log", "load_executions", "prepare", "refine_stats"]
+
+
+REFINE_DIR = "refine"
+
+
+# -- the run over a split ------------------------------------------------------------------------------------
+def refine_paths(root: Path) -> tuple[Path, Path, Path]:
+    d = root / REFINE_DIR
+    return d / "config.json", d / "log.jsonl", d / "executions.jsonl"
+
+
+def load_log(root: str | Path) -> list[TaskRecord]:
+    """The task records of a refined base (a torn last line, from a kill, is skipped)."""
+    _, log, _ = refine_paths(Path(root))
+    return [TaskRecord.model_validate(d) for d in iter_jsonl_dicts(log)]
+
+
+def load_executions(root: str | Path, ids: Sequence[str] | None = None) -> list[Execution]:
+    """The executions of a refined base (all, or those with the given ids, in file order)."""
+    _, _, path = refine_paths(Path(root))
+    want = set(ids) if ids is not None else None
+    return [Execution.model_validate(d) for d in iter_jsonl_dicts(path) if want is None or d.get("id") in want]
+
+
+def _recover(base: MemoryBase, done: set[str]) -> list[TaskRecord]:
+    """Task records for commits whose log line never landed (a kill between the commit and the log append)."""
+    out = []
+    for r in base.commits():
+        p = r.provenance
+        task = p.get("refinement_task")
+        if p.get("method") != "agmr" or not task or task in done:
+            continue
+        out.append(TaskRecord(task_id=task, entry_id=r.entry_id, base_version=r.version - 1, branch=p.get("branch"),
+                              outcome="committed", committed_version=r.version, committed_pattern=p.get("pattern"),
+                              first_pattern=p.get("first_pattern"), first_rule_pattern=p.get("first_rule_pattern"),
+                              final_pattern=p.get("final_pattern"), final_rule_pattern=p.get("final_rule_pattern"),
+                              executions=tuple(p.get("executions") or ()), segments_after=len(r.entry.segments),
+                              tokens_after=memory_tokens(r.entry), recovered=True))
+        done.add(task)
+    return out
+
+
+def _open_base(root: Path, config: RefineConfig) -> MemoryBase:
+    cfg_path, _, _ = refine_paths(root)
+    if cfg_path.exists() and json.loads(read_text_utf8(cfg_path)).get("cloning"):
+        # a kill while the source was being copied: nothing was refined yet, so copy it again
+        for name in ("entries.jsonl", "history.jsonl"):
+            (root / name).unlink(missing_ok=True)
+        cfg_path.unlink()
+    if cfg_path.exists():
+        saved = json.loads(read_text_utf8(cfg_path))
+        if saved.get("config") != config.identity():
+            diff = {k: (saved.get("config", {}).get(k), v) for k, v in config.identity().items()
+                    if saved.get("config", {}).get(k) != v}
+            raise ValueError(f"{root}: holds a refinement with other parameters {diff} (saved, given); refine into "
+                             "a new --base-out folder or pass the same parameters to resume")
+        return MemoryBase(root)
+    if (root / "entries.jsonl").exists():
+        raise ValueError(f"{root}: already holds a memory base that no refinement made; refine into a new folder")
+    if config.source:
+        src_root = Path(config.source)
+        if not (src_root / "entries.jsonl").exists():
+            raise FileNotFoundError(f"{src_root}: no memory base there (no entries.jsonl)")
+        src = MemoryBase(src_root)
+    else:
+        src = default_memory_base()
+    record = {"config": config.identity(), "source": {"path": str(src.root), "digest": src.digest(),
+                                                      "entries": len(src)}, "versions": versions()}
+    cfg_path.parent.mkdir(parents=True, exist_ok=True)
+    # the config first, marked: a kill during the copy leaves a folder the next call recognises and copies again
+    atomic_write_text(cfg_path, json.dumps(record | {"cloning": True}, indent=1))
+    base = src.clone(root)
+    atomic_write_text(cfg_path, json.dumps(record, indent=1))
+    return base
+
+
+def prepare(root: Path, config: RefineConfig) -> tuple[MemoryBase, set[str]]:
+    """Open (or create) the refined base in ``root`` and settle what a kill left: returns the base and the tasks done.
+
+    A commit whose log line never landed gets its record back from the provenance; executions of a task that
+    never finished are dropped (it is played again, so its ids stay unique).
+    """
+    base = _open_base(root, config)
+    _, log_path, exec_path = refine_paths(root)
+    cut_torn_tail(log_path)
+    done = {r.task_id for r in load_log(root)}
+    for rec in _recover(base, done):
+        append_jsonl(log_path, rec)
+    rows = list(iter_jsonl_dicts(exec_path))
+    kept = [d for d in rows if d.get("task_id") in done]
+    if len(kept) != len(rows):
+        atomic_write_text(exec_path, "".join(json.dumps(d) + "\n" for d in kept))
+    cut_torn_tail(exec_path)
+    return base, done
+
+
+def refine_stats(root: str | Path) -> dict:
+    """What a refinement did: tasks, branches, commits per pattern and branch, rollbacks, attempts, the base."""
+    root = Path(root)
+    cfg_path, _, _ = refine_paths(root)
+    saved = json.loads(read_text_utf8(cfg_path)) if cfg_path.exists() else {}
+    log = load_log(root)
+    base = MemoryBase(root)
+    failures = [r for r in log if r.branch == "failure"]
+    commits = [r for r in log if r.outcome == "committed"]
+    by = Counter(f"{r.branch}/{r.committed_pattern or 'edit'}" for r in commits)
+    tokens_now = sum(memory_tokens(e) for e in base)
+    originals = {e.entry_id: base.original(e.entry_id) for e in base}
+    tokens_then = sum(memory_tokens(e) for e in originals.values())
+    return {
+        "config": saved.get("config"), "source": saved.get("source"),
+        "tasks": len(log), "failures": len(failures), "successes": sum(r.branch == "success" for r in log),
+        "no_memory": sum(r.outcome == "no_memory" for r in log),
+        "outcomes": dict(Counter(r.outcome for r in log)),
+        "commits": len(commits), "commits_by_branch_pattern": dict(sorted(by.items())),
+        "failure_patterns": dict(Counter(r.final_pattern or "none" for r in failures)),  # final iteration's (Figure 9)
+        "failure_rule_patterns": dict(Counter(r.final_rule_pattern or "none" for r in failures)),
+        "first_failure_patterns": dict(Counter(r.first_pattern or "none" for r in failures)),
+        "discarded": sum(r.outcome == "discarded" for r in log),
+        "rolled_back": sum(r.outcome == "rolled_back" for r in log),
+        "errors": sum(1 for r in log for a in r.attempts if a.error),
+        "mean_attempts_failure": statistics.fmean([len(r.attempts) for r in failures]) if failures else None,
+        "entries_before": len(originals), "entries_after": len(base),
+        "entries_refined": sum(1 for e in base if e.version != originals[e.entry_id].version),
+        "memory_tokens_before": tokens_then, "memory_tokens_after": tokens_now,
+        "segments_before": sum(len(e.segments) for e in originals.values()),
+        "segments_after": sum(len(e.segments) for e in base),
+    }
