@@ -97,7 +97,7 @@ def test_a_card_names_the_registered_model_and_its_recipe(tmp_path):
 
 def test_a_warm_start_finds_a_registered_adapter_by_name(tmp_path):
     from workbench.models.adapters import adapter_path
-    from workbench.training.train import init_adapter_folder
+    from workbench.training.run_folder import init_adapter_folder
 
     assert init_adapter_folder("smollm2-135m-alfworld") == adapter_path(get_model_spec("smollm2-135m-alfworld"))
     with pytest.raises(FileNotFoundError, match="smollm2-135m-alfworld"):  # the message lists the registered ones

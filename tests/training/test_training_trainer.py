@@ -95,11 +95,8 @@ def test_data_fingerprint_and_checkpoint_folders():
     from pathlib import Path
 
     from workbench.memory.trajectory import Step, Trajectory
-    from workbench.training.train import (
-        DataConfig,
-        data_fingerprint,
-        default_checkpoints,
-    )
+    from workbench.training.run_folder import data_fingerprint, default_checkpoints
+    from workbench.training.train import DataConfig
 
     t = Trajectory(task_id="valid_train/a", goal="g", steps=(Step(observation="o", action="look"),), source="planner")
     on = t.model_copy(update={"source": "agent:x", "meta": {"rollout": "dagger-0/none", "labels": ["look"]}})
@@ -153,11 +150,11 @@ def test_on_policy_states_are_capped_per_visit_and_seeded():
 def test_prompt_fingerprint_follows_the_rendering_of_every_layout(smol_tokenizer, monkeypatch):
     """A resume must not continue a run whose prompts were rendered by other policy code (TrainConfig.data)."""
     from workbench.envs.memory_base import expert_trajectories_for
-    from workbench.methods.proactive.stage_types import ProactiveInput
     from workbench.llm.offline.backend import OFFLINE_ALGORITHMS
-    from workbench.methods.proactive.stage_types import Intervention
+    from workbench.methods.proactive.stage_types import Intervention, ProactiveInput
     from workbench.prompts.layout import PromptBuilder
-    from workbench.training.train import DataConfig, prompt_fingerprint
+    from workbench.training.run_folder import prompt_fingerprint
+    from workbench.training.train import DataConfig
 
     traj = expert_trajectories_for("valid_train")[0]
     builder = PromptBuilder(smol_tokenizer, 8192)

@@ -1,6 +1,7 @@
 """Papermill runner over notebooks/ -> reports/ (figures, tables, metrics.json, index.md), and the one table
 renderer (memory conditions, by task type, paired exact McNemar, model-card sections) from run folders."""
 
+from workbench.reporting.cards import CARD_INTRO, card_section, write_card
 from workbench.reporting.outcomes import (
                                           DEFAULT_DTYPE,
                                           PAIRS,
@@ -22,13 +23,10 @@ from workbench.reporting.profiles import PROFILES, notebook_parameters
 from workbench.reporting.reproduce import reproduce
 from workbench.reporting.save import Reports
 from workbench.reporting.tables import (
-                                          CARD_INTRO,
-                                          card_section,
                                           carry_over,
                                           check_dtypes,
                                           rows_markdown,
                                           table_markdown,
-                                          write_card,
                                           write_table,
 )
 

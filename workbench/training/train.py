@@ -24,10 +24,8 @@ import torch
 from workbench.envs.memory_base import default_memory_base, expert_trajectories_for
 from workbench.eval.config import RunConfig, select_tasks
 from workbench.memory.retrieval import get_retriever
-from workbench.memory.trajectory import Trajectory, read_jsonl
-from workbench.models.adapters import adapter_dir, adapter_folder
 from workbench.models.loading import _dequantized_dir
-from workbench.models.registry import get_model_spec, list_models
+from workbench.models.registry import get_model_spec
 from workbench.prompts.layout import PromptBuilder
 from workbench.training.data import (
     HANDCODED_FILE,
@@ -38,6 +36,15 @@ from workbench.training.data import (
     epoch_order,
     handcoded_report,
     training_trajectories,
+)
+from workbench.training.run_folder import (
+    data_fingerprint,
+    default_checkpoints,
+    finished_run,
+    init_adapter_folder,
+    on_policy_trajectories,
+    prompt_fingerprint,
+    write_outputs,
 )
 from workbench.training.trainer import TrainConfig, Trainer, add_lora, init_lora
 
@@ -252,7 +259,7 @@ def _train(a: argparse.Namespace) -> int:
     trajs = training_trajectories(planner, HANDCODED_FILE if dcfg.handcoded else None)
     base = default_memory_base("valid_train")
     retriever = get_retriever(dcfg.retriever, base)
-    on_policy = _on_policy(a.on_policy or ())
+    on_policy = on_policy_trajectories(a.on_policy or ())
     trajs = trajs + on_policy
     mixture = None
     if a.layouts == "all":
@@ -307,110 +314,15 @@ def _train(a: argparse.Namespace) -> int:
               "total_wall_s": round(time.perf_counter() - t_start, 1),
               "threads": a.threads, "n_layers": int(model.config.num_hidden_layers), "out": a.out,
               "args": vars(a), "base": a.base, "base_hf_id": HF_ID, "torch": torch.__version__}
-    _write_outputs(out, record)
+    write_outputs(out, record)
     print(json.dumps({"out": str(out), "train_wall_s": log.wall_s, "updates_s": record["updates_s"],
                       "final_train_loss": log.train[-1]["loss"], "val": log.val[-2:]}))
     return 0
 
 
-def init_adapter_folder(name_or_folder: str) -> Path:
-    """The adapter folder behind ``--init-adapter``: a registered model's adapter, or a folder holding one."""
-    spec = get_model_spec(name_or_folder)
-    if spec is not None and spec.adapter is not None:
-        return adapter_dir(spec)  # a registered adapter not trained yet: its error says how to train it
-    if spec is None and (folder := adapter_folder(name_or_folder)) is not None:
-        return folder
-    registered = [n for n in list_models() if (s := get_model_spec(n)) and s.adapter]
-    raise FileNotFoundError(f"--init-adapter {name_or_folder}: neither a registered adapter model "
-                            f"({', '.join(registered)}) nor a folder with adapter_config.json and "
-                            "adapter_model.safetensors")
-
-
-def default_checkpoints(out: Path) -> Path:
-    """Where a run's checkpoints go: ``runs/train/<name>`` for a committed adapter, else a folder named after the
-    whole output path (two runs writing ``.../it0/adapter`` and ``.../expert-only/adapter`` must not share one)."""
-    out = Path(out)
-    adapters = Path("workbench/assets/adapters")
-    if out.parent == adapters or out.parent.resolve() == adapters.resolve():
-        return Path("runs") / "train" / out.name
-    return Path("runs") / "train" / "--".join(p for p in out.parts if p not in ("/", ".", ".."))
-
-
-def data_fingerprint(trajs: list, layouts: str, dcfg: "DataConfig") -> str:
-    """A hash of what a run trains on: each trajectory's source, task, rollout, actions and labels, in order, with
-    the layout mode and the data options (a resume on other data is refused: ``TrainConfig.data``)."""
-    import hashlib
-
-    h = hashlib.sha256(json.dumps([layouts, {k: v for k, v in sorted(vars(dcfg).items()) if k != "val_tasks"}],
-                                  sort_keys=True, default=str).encode())
-    for t in trajs:
-        h.update(json.dumps([t.source, t.task_id, t.meta.get("rollout"), [s.action for s in t.steps],
-                             t.meta.get("labels")]).encode())
-    return h.hexdigest()[:16]
-
-
-def prompt_fingerprint(traj: Any, builder: Any, layouts: str, dcfg: "DataConfig") -> str:
-    """A hash of how training renders its prompts: ``traj`` under every layout (budgets 500; v1: with and without
-    its own memory), tokens and targets. Changing a layout's policy (a MemArbiter rule, a proactive reminder) or
-    the prompt builder changes it, so a resume never mixes two renderings of the same data."""
-    import hashlib
-
-    from workbench.training.data import build_policy_examples
-    from workbench.training.layouts import LAYOUTS, Layout, layout_policy
-
-    h = hashlib.sha256()
-    if layouts == "all":
-        for lay in LAYOUTS:
-            lay = Layout(lay.memory, lay.ablation, True, 500) if lay.budgeted else lay
-            for ex in build_policy_examples(traj, builder, layout_policy(lay), None, dcfg.max_pack_tokens):
-                h.update(json.dumps([lay.name, ex.prefix, ex.suffix, [s.target for s in ex.steps]]).encode())
-    else:
-        for ex in build_examples(traj, builder, None, dcfg.max_pack_tokens):
-            h.update(json.dumps([ex.prefix, ex.suffix, [s.target for s in ex.steps]]).encode())
-    return h.hexdigest()[:16]
-
-
-def _on_policy(paths) -> list:
-    """Labelled on-policy trajectories (valid_train only, every one with its per-step labels)."""
-    out = []
-    for p in paths:
-        for t in read_jsonl(p, Trajectory):
-            if t.split not in ("valid_train", ""):
-                raise ValueError(f"{p}: {t.task_id} is from split '{t.split}'; on-policy data must be valid_train")
-            if len(t.meta.get("labels") or []) != t.n_steps:
-                raise ValueError(f"{p}: {t.task_id} has no per-step meta['labels']; label it with `workbench dagger label`")
-            out.append(t)
-    return out
-
-
 def _data_config(a: argparse.Namespace) -> DataConfig:
     return DataConfig(p_no_memory=a.p_no_memory, memory_top_k=a.memory_top_k, max_pack_tokens=a.max_pack_tokens,
                       val_tasks=a.val_tasks, handcoded=not a.no_handcoded, on_policy_states=a.on_policy_states)
-
-
-def finished_run(out: Path, cfg: TrainConfig) -> dict | None:
-    """The training log in ``out`` if it is this very run, finished (same hyper-parameters and data fingerprint, every
-    update logged), else None. ``--skip-finished`` then leaves the adapter as it is: a finished run needs no
-    checkpoint to be recognised, so a pipeline that spans sessions (``make train-agent``) does not train an
-    intermediate step again once its final checkpoint is gone (checkpoints of finished runs are not committed: the
-    adapter and its log are the product)."""
-    path = Path(out) / "training_log.json"
-    if not (Path(out) / "adapter_model.safetensors").exists() or not path.exists():
-        return None
-    try:
-        record = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
-        return None
-    if record.get("config") != cfg.identity() or len(record.get("train") or []) != cfg.updates:
-        return None
-    return record
-
-
-def _write_outputs(out: Path, record: dict) -> None:
-    from workbench.training.card import adapter_summary, write_model_card
-
-    (out / "training_log.json").write_text(json.dumps(record, indent=1))
-    write_model_card(out, record, adapter_summary(out))
 
 
 def _validate_only(a: argparse.Namespace) -> int:
@@ -443,7 +355,7 @@ def _validate_only(a: argparse.Namespace) -> int:
     record["data"]["val_tasks"] = dcfg.val_tasks
     record["data"]["val_trajectories"] = len({e.task_id for e in val["traj"]})
     record["val_computed_after_training"] = True
-    _write_outputs(out, record)
+    write_outputs(out, record)
     print(json.dumps({"val": record["val"]}))
     return 0
 
