@@ -36,7 +36,8 @@ import torch
 from workbench.eval.config import RunConfig, select_tasks
 from workbench.eval.run import run
 from workbench.eval.teacher_forced import teacher_forced_for
-from workbench.reporting import PAIRS, write_card, write_table
+from workbench.reporting import PAIRS, write_table
+from workbench.reporting.cards import write_card
 
 
 def decision_rule_accuracy(lm, memory: str, split: str, tasks: str, out: Path) -> dict:

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from workbench.memory import MemoryBase, entry_diff
-from workbench.methods.agmr import refine_stats
+from workbench.methods.agmr.refine_folder import refine_stats
 
 __all__ = ["add_parser", "cmd_memory"]
 

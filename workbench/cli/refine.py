@@ -19,8 +19,9 @@ from workbench.cli._options import (
     parse_heads,
 )
 from workbench.llm.registry import OFFLINE_BACKEND
-from workbench.methods.agmr import RefineConfig, refine
-from workbench.methods.agmr.refine import VARIANTS
+from workbench.methods.agmr.refine_config import RefineConfig
+from workbench.methods.agmr import refine
+from workbench.methods.agmr.refine_config import VARIANTS
 
 __all__ = ["add_parser", "cmd_refine"]
 

@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 
 from workbench.envs.memory_base import default_memory_base
 from workbench.memory.base import MemoryBase
-from workbench.methods.agmr import load_executions, load_log
+from workbench.methods.agmr.refine_folder import load_executions, load_log
 from workbench.methods.agmr.evaluate import recorded_verifier
 
 __all__ = ["scenario_distribution_figure", "scenario_success_figure", "refinement_case_figure",
