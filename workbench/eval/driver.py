@@ -196,7 +196,7 @@ def drive(cfgs: list[RunConfig], resume: bool = False, progress: bool = True, lm
             holds as equal a share of every configuration as it can. Either order writes the same folders (each
             episode is played alone and stored in task order).
         same_memory: ``(configuration, reference)`` pairs: the configuration takes the reference's episodes on
-            which its policy shows the same memory at every step (:func:`workbench.eval.runner.adopt_same_memory`:
+            which its policy shows the same memory at every step (:func:`workbench.eval.adoption.adopt_same_memory`:
             a budget that does not bind, a memory agent that stays silent), and its other tasks wait until the
             reference has played them -- in rounds, until nothing waits (a reference not among ``cfgs``, or that
             plays nothing more, releases them). Needs ``resume=True``.

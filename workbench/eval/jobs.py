@@ -25,7 +25,7 @@ from typing import Any
 from workbench.agents.loop import Agent
 from workbench.envs.alfworld import ALFWorldEnv
 from workbench.envs.base import Task
-from workbench.eval.config import policy_for
+from workbench.eval.config import RunConfig, policy_for
 from workbench.eval.teacher_forced import expert_for, teacher_forced_part
 from workbench.models.loading import load_model
 
@@ -45,7 +45,7 @@ class Job:
         kind: ``episode`` or ``teacher_forcing``.
     """
 
-    config: Any  # workbench.eval.runner.RunConfig (not imported: runner imports this module)
+    config: RunConfig
     task: Task
     kind: str = EPISODE
 

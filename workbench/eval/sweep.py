@@ -16,7 +16,7 @@ A grid file::
                                    # configs, one after another); a grid stopped early is then balanced
     adopt_same_memory:             # optional: NAME: REF -- configuration NAME (another memory base or budget)
       agmr: traj                   # takes REF's episodes whose memory its policy leaves the same at every step,
-                                   # instead of playing them (workbench.eval.runner.adopt_same_memory); NAME's
+                                   # instead of playing them (workbench.eval.adoption.adopt_same_memory); NAME's
                                    # tasks wait for REF to play them first
 
 ``workbench sweep GRID.yaml --set model=NAME --out DIR`` plays the same grid for another value of a run field
@@ -255,7 +255,7 @@ def run_sweep(grid: Grid, workers: int | None = None, ray_address: str | None = 
 
     ``only``: names of the configurations to play now (the others are left as they are).
     ``adopt_from``: a runs root (``ROOT/<model>/<name>``) whose episodes of the same parameters are copied in
-    first instead of being played (:func:`workbench.eval.runner.adopt_runs`); what was adopted is recorded in
+    first instead of being played (:func:`workbench.eval.adoption.adopt_runs`); what was adopted is recorded in
     ``sweep.json`` and each folder's ``config.json``.
     """
     configs = list(grid.configs)

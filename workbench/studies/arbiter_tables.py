@@ -28,7 +28,7 @@ def _same_episode(a, b) -> bool:
 
 def budget_sensitivity(runs: dict, sensitivity: Sequence[str], reference_budget: int = 500):
     """Success against the budget on the sensitivity runs' tasks: one row per (method, budget) among ``runs``
-    (name -> :func:`~workbench.eval.runner.load_run`; Table 2's runs restricted to those tasks) for the
+    (name -> :func:`~workbench.eval.run_folder.load_run`; Table 2's runs restricted to those tasks) for the
     :data:`ADOPT_ACROSS_BUDGETS` methods without ablation. Columns: tasks, success, the paired comparison with
     the method at ``reference_budget`` on the same tasks (difference in points, discordant pairs, exact McNemar),
     P_t's median / 95th percentile / largest o200k size, the share of steps at which MemArbiter's budget left out

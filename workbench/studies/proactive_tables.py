@@ -24,7 +24,7 @@ def written_action_table(runs: dict):
     tasks and over the tasks every run failed a command on (``common``; :mod:`workbench.eval.behaviour`); adjacent
     repetition; and at the reminder steps that follow a failed command, how often the agent wrote the failed
     command again with the reminder and how often it would have without it (the same prompt written again
-    without the reminder line). ``runs``: condition -> :func:`~workbench.eval.runner.load_run`."""
+    without the reminder line). ``runs``: condition -> :func:`~workbench.eval.run_folder.load_run`."""
     import pandas as pd
 
     trajs = {n: r[0] for n, r in runs.items()}
@@ -93,7 +93,7 @@ def reminder_kinds(runs: dict):
     distributions with and without the reminder, share of choices it changed, share followed (of those naming a
     command, :func:`named_commands`: a warning is followed when the action is none of them, any other reminder
     when it is one of them), and the success of the episodes such reminders were shown in. ``runs``: condition ->
-    :func:`~workbench.eval.runner.load_run`. A DataFrame indexed ``(condition, kind)``."""
+    :func:`~workbench.eval.run_folder.load_run`. A DataFrame indexed ``(condition, kind)``."""
     import pandas as pd
 
     rows = {}

@@ -7,7 +7,7 @@
 
 Every step writes its result under ``runs_dir`` keyed by its parameters, so re-running a notebook only
 computes what changed. Memory is the default memory base (valid_train expert trajectories, see
-:func:`workbench.eval.runner.build_policy`); teacher forcing runs on the split's expert plans.
+:func:`workbench.agents.policy.build_policy`); teacher forcing runs on the split's expert plans.
 """
 
 from __future__ import annotations
