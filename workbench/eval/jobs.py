@@ -20,7 +20,6 @@ import os
 import resource
 from collections import OrderedDict
 from dataclasses import dataclass, replace
-from typing import Any
 
 from workbench.agents.loop import Agent
 from workbench.envs.alfworld import ALFWorldEnv
