@@ -23,6 +23,7 @@ from typing import Any, Generic, TypeVar
 __all__ = ["Registry", "Entry"]
 
 T = TypeVar("T")
+_MISSING = object()
 
 
 @dataclass(frozen=True)
@@ -75,8 +76,22 @@ class Registry(Generic[T]):
         except KeyError:
             raise self.error(f"unknown {self.what} '{name}' (known: {', '.join(self.names())})") from None
 
-    def get(self, name: str) -> T:
+    def get(self, name: str, default: Any = _MISSING) -> T:
+        """The value of ``name``; ``default`` when given and there is none (else the error naming every entry)."""
+        if default is not _MISSING and name not in self:
+            return default
         return self.entry(name).value
+
+    # Mapping access, so a test can swap one entry for the length of a test (``monkeypatch.setitem``).
+    def __getitem__(self, name: str) -> T:
+        return self.get(name)
+
+    def __setitem__(self, name: str, value: T) -> None:
+        old = self._entries.get(name)
+        self.register(name, value, options=old.options if old else None, doc=old.doc if old else "", replace=True)
+
+    def __delitem__(self, name: str) -> None:
+        del self._entries[name]
 
     def __contains__(self, name: object) -> bool:
         self._load()

@@ -51,6 +51,7 @@ def test_planted_rows_give_the_formula(tiny_lm):
         span_utilization(step, 0, n + 1)
 
 
+@pytest.mark.game
 def test_a_real_capture_of_an_arbiter_episode(tiny_lm):
     from workbench.envs.alfworld import ALFWorldEnv
     from workbench.eval.config import RunConfig, select_tasks

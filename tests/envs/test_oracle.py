@@ -99,6 +99,7 @@ def test_the_oracle_is_the_planner_on_the_planners_own_states(split):
     assert report["states"] > 700 and report["agreement"] == 1.0 and report["no_answer"] == 0.0
 
 
+@pytest.mark.game
 def test_rollouts_from_off_plan_states_win_real_games():
     """Detours, a stray pick-up and a wrong transformation, then the oracle takes over on real ALFWorld games."""
     from workbench.envs.alfworld import ALFWorldEnv

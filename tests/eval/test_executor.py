@@ -24,6 +24,9 @@ from workbench.eval.executor import RayExecutor
 from workbench.eval.run import run
 from workbench.memory.trajectory import iter_jsonl_dicts
 
+pytestmark = pytest.mark.game  # its runs play real ALFWorld games in Ray worker processes
+
+
 WB = [sys.executable, "-m", "workbench.cli"]
 TASKS = "0:134:45"  # 3 tasks spread over the sorted list (an ALFWorld reset costs ~5 s)
 FILES = ("trajectories.jsonl", "teacher_forced.json")
@@ -172,6 +175,7 @@ def test_an_existing_ray_cluster(serial, tiny_model_dir, tmp_path):
     assert _folder(out) == serial
 
 
+@pytest.mark.game
 def test_resume_refuses_another_dtype_and_old_folders_are_float32(tiny_model_dir, tmp_path):
     out = tmp_path / "none"
     cfg = RunConfig(out=str(out), model=str(tiny_model_dir), tasks="0:1", memory="none", max_steps=2,

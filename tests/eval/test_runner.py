@@ -88,6 +88,7 @@ def test_a_run_records_its_adapter_and_refuses_to_resume_on_a_retrained_one(tmp_
     assert "model_adapter" not in json.loads((tmp_path / "base" / "config.json").read_text())
 
 
+@pytest.mark.game
 def test_teacher_forcing_only_run(tiny_model_dir, tmp_path):
     """tasks: none plays no episode; its teacher forcing is the one a run with episodes writes."""
     only = RunConfig(out=str(tmp_path / "tf"), model=str(tiny_model_dir), tasks="none", teacher_forcing_tasks="0:2",
@@ -160,6 +161,7 @@ def test_cli_unknown_model_is_a_clear_error(tmp_path, capsys):
     assert rc == 2 and "no-such-model" in err and "looked in" in err and "smollm2-135m-instruct" in err
 
 
+@pytest.mark.game
 def test_adopt_episodes_reads_another_folders_episodes_and_plays_only_the_rest(tiny_model_dir, tmp_path):
     """A run with teacher forcing and one without share their episodes: the second adopts the first's and plays
     only the tasks the first lacks; a source of other parameters is refused before anything is written."""
@@ -207,6 +209,7 @@ def test_adopt_episodes_reads_another_folders_episodes_and_plays_only_the_rest(t
     assert (Path(target.out) / "trajectories.jsonl").read_text() == before
 
 
+@pytest.mark.game
 def test_adoption_killed_between_its_two_writes_is_recorded_once_on_rerun(tiny_model_dir, tmp_path, monkeypatch):
     """``config.json`` gets the adoption record before the trajectories get the episodes; a kill between the two
     leaves a record whose episodes are missing. The rerun adopts them again and the folder says so once."""
@@ -237,6 +240,7 @@ def test_adoption_killed_between_its_two_writes_is_recorded_once_on_rerun(tiny_m
         d["task_id"] for d in iter_jsonl_dicts(Path(target.out) / "trajectories.jsonl"))
 
 
+@pytest.mark.game
 def test_adopt_same_memory_takes_the_episodes_whose_memory_a_refined_base_leaves_unchanged(tiny_model_dir, tmp_path):
     """Traj over a base where one entry was refined: the task that retrieves an unchanged entry reads exactly the
     default base's memory at every step, so its Traj episode is adopted; the task whose entry changed is played."""
@@ -294,6 +298,7 @@ def test_versions_name_the_cpu_and_its_bf16_kernels():
     assert cpu and any(k in cpu for k in ("amx_bf16", "avx512_bf16", "no native bf16"))
 
 
+@pytest.mark.game
 def test_a_budget_that_does_not_bind_adopts_the_episodes_of_another_budget(tiny_model_dir, tmp_path):
     """MemArbiter at 750 shows the same P_t as at 500 while the block fits in 500: such episodes are adopted, each
     step's policy record rewritten as the 750 policy logs it (the budget), and equal record for record to the
@@ -315,6 +320,7 @@ def test_a_budget_that_does_not_bind_adopts_the_episodes_of_another_budget(tiny_
     assert {d["task_id"]: d for d in iter_jsonl_dicts(Path(played.out) / "trajectories.jsonl")} == adopted
 
 
+@pytest.mark.game
 def test_a_silent_memory_agent_adopts_react_episodes(tiny_model_dir, tmp_path):
     """A proactive memory agent that never speaks in an episode leaves ReAct's prompts untouched, so that episode
     is ReAct's: it is adopted from the `none` run, recorded as the proactive policy logs it (its tool calls,

@@ -92,6 +92,7 @@ def test_cli_refuses_a_bad_grid_before_running(tmp_path, capsys):
     assert "no such grid file" in capsys.readouterr().err
 
 
+@pytest.mark.game
 def test_sweep_folders_are_what_run_writes_and_it_resumes(tiny_model_dir, tmp_path):
     grid = load_grid(_write(tmp_path, GRID.format(out=tmp_path / "grid", model=tiny_model_dir)))
     report = run_sweep(grid, only=["none-minilm", "traj-minilm"], progress=False)
@@ -132,6 +133,7 @@ def test_sweep_folders_are_what_run_writes_and_it_resumes(tiny_model_dir, tmp_pa
     assert "--workers 0" in last["error"] and last["finished"]
 
 
+@pytest.mark.game
 def test_interleaved_order_plays_the_fewest_done_configuration_next(tiny_model_dir, tmp_path):
     """A grid stopped early is balanced: the next job is always of a configuration with the fewest jobs done,
     earlier invocations included; the folders are the same in either order."""
@@ -158,6 +160,7 @@ def test_interleaved_order_plays_the_fewest_done_configuration_next(tiny_model_d
     assert (tmp_path / "g" / "a" / "trajectories.jsonl").read_bytes() == (ref / "trajectories.jsonl").read_bytes()
 
 
+@pytest.mark.game
 def test_sweep_adopts_the_episodes_another_root_played_with_the_same_parameters(tiny_model_dir, tmp_path):
     """`--adopt-from ROOT`: a grid's `none` reads the episodes notebook 01's `none` played (teacher forcing aside)
     and plays only the tasks they lack; sweep.json and config.json say so."""
@@ -174,6 +177,7 @@ def test_sweep_adopts_the_episodes_another_root_played_with_the_same_parameters(
     assert config["adopted"][0]["episodes"] == 1 and config["run"]["teacher_forcing"] is False
 
 
+@pytest.mark.game
 def test_two_grids_in_one_folder_keep_their_own_records(tiny_model_dir, tmp_path):
     """MemArbiter's written-action grid plays beside its main grid in one model folder: the first grid keeps
     OUT/sweep.json, the second records itself in OUT/sweep.<its stem>.json, each invocation in its own file."""
@@ -198,6 +202,7 @@ def test_two_grids_in_one_folder_keep_their_own_records(tiny_model_dir, tmp_path
     assert json.loads((out / "sweep.main_verbatim.json").read_text()) == side_state
 
 
+@pytest.mark.game
 def test_a_grid_defers_what_a_configuration_may_adopt_until_its_reference_played_it(tiny_model_dir, tmp_path):
     """`adopt_same_memory: {a750: a500, a40: a500}`: the 750 budget never binds on these short episodes, so a750
     plays nothing -- it waits for a500's episodes and adopts them; a40's memory differs, so it plays its own."""

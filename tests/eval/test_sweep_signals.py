@@ -13,6 +13,8 @@ import time
 import psutil
 import pytest
 
+pytestmark = pytest.mark.game  # a background sweep plays real ALFWorld games in its own process
+
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_background_sweep_stops_cleanly(tiny_model_dir, tmp_path, sig):

@@ -97,6 +97,7 @@ def test_a_live_sweep_is_refused_and_shown_with_its_eta(grid, sleeper):
     assert sweep_status(grid)[0].running is None
 
 
+@pytest.mark.game
 def test_a_run_or_a_notebook_does_not_play_folders_a_live_sweep_plays(grid, sleeper, tmp_path, capsys):
     """`workbench run --resume` and a notebook's drive / adopt_runs into a folder a background sweep is playing
     stop before writing: they would append the same tasks a second time."""

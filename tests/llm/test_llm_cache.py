@@ -6,11 +6,18 @@ import json
 
 from llm_cases import EXPERT_PLAN, failed_run, memory_clean_tomato
 
-from workbench.llm import (CachedBackend, Message, OfflineALFWorldBackend, ResponseCache, ScriptedBackend,
-    get_backend, run_stage)
-from workbench.methods.proactive.stage_types import Intervention
-from workbench.methods.agmr.stage_types import ReflectorInput
+from workbench.llm import (
+    CachedBackend,
+    Message,
+    OfflineALFWorldBackend,
+    ResponseCache,
+    ScriptedBackend,
+    get_backend,
+    run_stage,
+)
 from workbench.llm.cache import request_material
+from workbench.methods.agmr.stage_types import ReflectorInput
+from workbench.methods.proactive.stage_types import Intervention
 
 HI = [Message(role="user", content="remind?")]
 

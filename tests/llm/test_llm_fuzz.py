@@ -14,12 +14,32 @@ from collections import Counter
 import pytest
 from llm_cases import EXPERT_PLAN, failed_run, memory_clean_tomato
 
+from workbench.llm import (
+    ChatResult,
+    LLMOutputError,
+    ScriptedBackend,
+    ToolCall,
+    chat_json,
+    chat_tools,
+    format_text_tool_call,
+    get_backend,
+    run_stage,
+)
+from workbench.methods.agmr.stage_types import (
+    FailureReflection,
+    RedundantSegment,
+    Refinement,
+    ReflectorInput,
+    RetrievalAnalysis,
+    SegmentEdit,
+    SuccessReflection,
+)
+from workbench.methods.arbiter.stage_types import (
+    CandidateItem,
+    CandidateWrites,
+    ParsedState,
+)
 from workbench.methods.proactive.stage_types import PROACTIVE_TOOLS, Intervention
-from workbench.methods.arbiter.stage_types import CandidateItem, CandidateWrites, ParsedState
-from workbench.llm import (ChatResult, LLMOutputError, ScriptedBackend, ToolCall, chat_json, chat_tools,
-    format_text_tool_call, get_backend, run_stage)
-from workbench.methods.agmr.stage_types import (FailureReflection, RedundantSegment, Refinement, ReflectorInput,
-    RetrievalAnalysis, SegmentEdit, SuccessReflection)
 
 N_JSON_CASES = 240
 N_TOOL_CASES = 120

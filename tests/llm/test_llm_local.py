@@ -9,8 +9,15 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+from workbench.llm import (
+    LLMConfigError,
+    LLMOutputError,
+    LocalBackend,
+    Message,
+    chat_json,
+    get_backend,
+)
 from workbench.methods.proactive.stage_types import PROACTIVE_TOOLS, Intervention
-from workbench.llm import LLMConfigError, LLMOutputError, LocalBackend, Message, chat_json, get_backend
 
 CHATML = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
           "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")

@@ -11,14 +11,22 @@ from llm_cases import (
     successful_run,
 )
 
-from workbench.methods.agmr.stage_types import (FailureRefinerInput, FailureReflection, RedundantSegment,
-    ReflectorInput, RetrievalAnalyzerInput, SegmentEdit, SuccessRefinerInput, SuccessReflection)
-from workbench.methods.agmr.segment_edits import SegmentEditError, apply_segment_edits
 from workbench.llm import get_backend, run_stage
 from workbench.memory.segment_text import parse_segment_text, segment_text
+from workbench.memory.trajectory import Segment
 from workbench.methods.agmr.offline.refiner import diagnose, weakly_utilized
 from workbench.methods.agmr.offline.reflector import reflect_failure
-from workbench.memory.trajectory import Segment
+from workbench.methods.agmr.segment_edits import SegmentEditError, apply_segment_edits
+from workbench.methods.agmr.stage_types import (
+    FailureRefinerInput,
+    FailureReflection,
+    RedundantSegment,
+    ReflectorInput,
+    RetrievalAnalyzerInput,
+    SegmentEdit,
+    SuccessRefinerInput,
+    SuccessReflection,
+)
 
 OFFLINE = get_backend("offline-alfworld")
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from llm_cases import GOAL, ROOM, failed_run
 
-from workbench.methods.proactive.stage_types import BankEntry, BankView, ProactiveInput
-from workbench.methods.arbiter.stage_types import StateParserInput, WriterInput
 from workbench.llm import ToolCall, get_backend, run_stage
 from workbench.memory.trajectory import Step
+from workbench.methods.arbiter.stage_types import StateParserInput, WriterInput
+from workbench.methods.proactive.stage_types import BankEntry, BankView, ProactiveInput
 
 OFFLINE = get_backend("offline-alfworld")
 
@@ -134,8 +134,8 @@ def test_phase2_reminds_of_a_known_dead_end_and_a_forgotten_requirement() -> Non
 
 
 def test_the_parser_forgets_a_put_taken_back_and_finds_a_floorlamp() -> None:
-    from workbench.methods.arbiter.stage_types import StateParserInput
     from workbench.methods.arbiter.offline import parse_state
+    from workbench.methods.arbiter.stage_types import StateParserInput
 
     goal = "Your task is to: put a apple in fridge."
     hist = (Step(observation="You are in the middle of a room.", action="go to countertop 1"),

@@ -8,9 +8,20 @@ import time
 import pytest
 from llm_stub import Reply, StubServer, completion
 
+from workbench.llm import (
+    CachedBackend,
+    LLMConfigError,
+    LLMTimeoutError,
+    LLMTransportError,
+    Message,
+    OpenAIBackend,
+    OpenAIConfig,
+    ToolCall,
+    chat_json,
+    chat_tools,
+    get_backend,
+)
 from workbench.methods.proactive.stage_types import PROACTIVE_TOOLS, Intervention
-from workbench.llm import (CachedBackend, LLMConfigError, LLMTimeoutError, LLMTransportError, Message, OpenAIBackend,
-    OpenAIConfig, ToolCall, chat_json, chat_tools, get_backend)
 
 HI = [Message(role="user", content="hi")]
 

@@ -6,10 +6,18 @@ import time
 
 import pytest
 
-from workbench.methods.proactive.stage_types import PROACTIVE_TOOLS, Intervention
+from workbench.llm import (
+    LLMOutputError,
+    ToolCall,
+    ToolCallError,
+    extract_json_candidates,
+    format_text_tool_call,
+    parse_json_as,
+    parse_text_tool_calls,
+    validate_tool_calls,
+)
 from workbench.methods.agmr.stage_types import FailureReflection
-from workbench.llm import (LLMOutputError, ToolCall, ToolCallError, extract_json_candidates, format_text_tool_call,
-    parse_json_as, parse_text_tool_calls, validate_tool_calls)
+from workbench.methods.proactive.stage_types import PROACTIVE_TOOLS, Intervention
 
 GOOD = '{"critical_step": 3, "wrong_action": "go to fridge 1", "correct_action": "go to sinkbasin 1", ' \
        '"supporting_segment": 2, "reason": "skipped cleaning"}'

@@ -10,9 +10,22 @@ from __future__ import annotations
 import pytest
 from llm_cases import GOAL, failed_run
 
-from workbench.methods.proactive.stage_types import PROACTIVE_TOOLS, Intervention, ProactiveInput
-from workbench.llm import (CachedBackend, LLMOutputError, Message, OpenAIBackend, OpenAIConfig, ToolCall, chat_json,
-    chat_tools, run_stage)
+from workbench.llm import (
+    CachedBackend,
+    LLMOutputError,
+    Message,
+    OpenAIBackend,
+    OpenAIConfig,
+    ToolCall,
+    chat_json,
+    chat_tools,
+    run_stage,
+)
+from workbench.methods.proactive.stage_types import (
+    PROACTIVE_TOOLS,
+    Intervention,
+    ProactiveInput,
+)
 
 pytestmark = pytest.mark.integration
 

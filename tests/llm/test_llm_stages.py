@@ -12,14 +12,31 @@ from llm_cases import (
     successful_run,
 )
 
-from workbench.methods.agmr.stage_types import (CurateInput, DirectFailureEditInput, DirectSuccessEditInput,
-    FailureRefinerInput, FailureReflection, ReflectorInput, RetrievalAnalyzerInput, SuccessRefinerInput,
-    SuccessReflection, WorkflowInput)
-from workbench.llm import (LLMConfigError, get_backend, get_stage, list_stages, list_templates, load_template,
-    render_stage, run_stage)
-from workbench.methods.proactive.stage_types import ProactiveInput
-from workbench.methods.arbiter.stage_types import StateParserInput, WriterInput
+from workbench.llm import (
+    LLMConfigError,
+    get_backend,
+    get_stage,
+    list_stages,
+    list_templates,
+    load_template,
+    render_stage,
+    run_stage,
+)
 from workbench.llm.templates import _parse
+from workbench.methods.agmr.stage_types import (
+    CurateInput,
+    DirectFailureEditInput,
+    DirectSuccessEditInput,
+    FailureRefinerInput,
+    FailureReflection,
+    ReflectorInput,
+    RetrievalAnalyzerInput,
+    SuccessRefinerInput,
+    SuccessReflection,
+    WorkflowInput,
+)
+from workbench.methods.arbiter.stage_types import StateParserInput, WriterInput
+from workbench.methods.proactive.stage_types import ProactiveInput
 
 
 def payloads() -> dict[str, object]:
@@ -86,8 +103,8 @@ def test_memory_segments_are_numbered_as_the_schemas_index_them() -> None:
 
 
 def test_the_memory_agents_window_is_labelled_with_the_steps_it_holds() -> None:
-    from workbench.methods.proactive.stage_types import ProactiveInput
     from workbench.memory.trajectory import Step
+    from workbench.methods.proactive.stage_types import ProactiveInput
 
     window = tuple(Step(observation=f"obs {k}", action=f"act {k}") for k in range(5, 8))  # steps 5, 6, 7
     msgs, _ = render_stage("proactive_intervene", ProactiveInput(goal="put a apple in fridge", step=8,

@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import pytest
 
+from workbench.llm import (
+    ChatResult,
+    LLMOutputError,
+    ScriptedBackend,
+    ToolCall,
+    ToolCallError,
+    chat_json,
+    chat_tools,
+)
 from workbench.methods.proactive.stage_types import PROACTIVE_TOOLS, Intervention
-from workbench.llm import ChatResult, LLMOutputError, ScriptedBackend, ToolCall, ToolCallError, chat_json, chat_tools
 
 ASK = [{"role": "user", "content": "remind?"}]
 

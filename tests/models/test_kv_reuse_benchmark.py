@@ -5,6 +5,7 @@ import sys
 import pytest
 
 
+@pytest.mark.game
 @pytest.mark.parametrize("decode", ["score", "generate"])
 def test_the_benchmark_plays_both_agents_and_reports_the_ratio(load_benchmark, tiny_model_dir, monkeypatch, capsys,
                                                                decode):

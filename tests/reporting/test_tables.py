@@ -6,8 +6,19 @@ from pathlib import Path
 
 import pytest
 
-from workbench.reporting import (PAIRS, check_dtypes, decode_outcomes, encode_outcomes, folder_dtype, folder_table,
-    paired_table, read_table, rows_markdown, table_markdown, write_table)
+from workbench.reporting import (
+    PAIRS,
+    check_dtypes,
+    decode_outcomes,
+    encode_outcomes,
+    folder_dtype,
+    folder_table,
+    paired_table,
+    read_table,
+    rows_markdown,
+    table_markdown,
+    write_table,
+)
 from workbench.reporting.cards import write_card
 
 ROOT = Path(__file__).resolve().parents[2]

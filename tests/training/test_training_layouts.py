@@ -149,6 +149,7 @@ def test_rollout_grid_per_layout_keeps_each_layouts_first_games(tmp_path):
             parse_per_layout(bad)
 
 
+@pytest.mark.game
 def test_dagger_rollout_then_label_end_to_end(tiny_model_dir, tmp_path):
     """Three valid_train games played by a tiny random model (one layout each), then labelled by the oracle."""
     import json
@@ -231,6 +232,7 @@ def test_dagger_labels_the_state_after_a_failed_action(expert):
     assert rep["failed_actions"] == 1 and rep["no_answer"] == 0
 
 
+@pytest.mark.game
 def test_a_verbatim_dagger_iteration_holds_failed_actions(tiny_model_dir, tmp_path):
     """Rolled out with decode generate-verbatim, a (tiny, random) agent's written commands are executed as written:
     ALFWorld rejects them, and the labelled data holds those failed actions with the expert's answer after them."""

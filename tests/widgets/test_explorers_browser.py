@@ -46,9 +46,9 @@ def _refined(root: Path) -> None:
 
     from workbench.envs.base import Task
     from workbench.memory.trajectory import append_jsonl
-    from workbench.methods.agmr.refine_config import RefineConfig
     from workbench.methods.agmr.recording import save_utilization
-    from workbench.methods.agmr.refine_folder import refine_paths, prepare
+    from workbench.methods.agmr.refine_config import RefineConfig
+    from workbench.methods.agmr.refine_folder import prepare, refine_paths
 
     make_base(root)
     base, _ = prepare(root / "refined", RefineConfig(heads=((0, 0),), retriever="bm25", source=str(root / "source")))

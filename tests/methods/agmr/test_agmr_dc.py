@@ -107,6 +107,7 @@ def test_a_task_outside_any_expert_stream_is_curated_alone(tmp_path):
     assert block.record["dc_rs"]["stream_position"] is None and block.entry.segments
 
 
+@pytest.mark.game
 def test_cli_run_records_the_cheatsheet(tiny_model_dir, tmp_path):
     """`workbench run --memory dc-rs` end to end on real games with a tiny model loaded by path."""
     from workbench.cli import main

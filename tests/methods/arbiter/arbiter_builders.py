@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from workbench.methods.arbiter.stage_types import CandidateItem, ParsedState
 from workbench.methods.arbiter.items import Item
 from workbench.methods.arbiter.signals import Context
+from workbench.methods.arbiter.stage_types import CandidateItem, ParsedState
 
 
 def cand(bank: str = "reference", focal: str = "apple 1 is in/on countertop 1.", ambient: str = "",

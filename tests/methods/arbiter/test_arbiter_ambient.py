@@ -5,11 +5,11 @@ from __future__ import annotations
 from arbiter_builders import cand, state
 
 from workbench.llm import run_stage
-from workbench.methods.arbiter.stage_types import WriterInput
 from workbench.llm.offline import OfflineALFWorldBackend
 from workbench.memory.tokens import count_o200k
 from workbench.methods.arbiter.ambient import ambient_form, compress
 from workbench.methods.arbiter.banks import FunctionalBanks
+from workbench.methods.arbiter.stage_types import WriterInput
 
 ROOM = ("You are in the middle of a room. Looking quickly around you, you see a cabinet 1, a countertop 2, "
         "a countertop 1, and a fridge 1.")

@@ -52,6 +52,7 @@ def test_band_switch_effects_rescore_the_same_state(tiny_lm, expert):
     assert summary[f"all|{scored[0]['transition']}"]["n"] >= 1
 
 
+@pytest.mark.game
 def test_failure_memory_ablation_rewrites_the_action_without_the_failure_items(tiny_lm, expert, tmp_path,
                                                                                monkeypatch):
     """At a repeated failed command the policy is replayed along the episode and the agent writes again from P_t
@@ -75,7 +76,7 @@ def test_failure_memory_ablation_rewrites_the_action_without_the_failure_items(t
     assert repeated_failures(traj) == [3]  # step 4 fails too, but does not repeat step 3's command
     cfg = RunConfig(out=str(tmp_path / "v"), model="tiny", memory="arbiter", budget=500, split="valid_unseen",
                     tasks="all", decode="generate-verbatim")
-    import workbench.models.generation as generation
+    import workbench.studies.failure_ablation as generation  # the study looks generate_action up here
 
     prompts, real = [], generation.generate_action
 
@@ -110,6 +111,7 @@ def test_failure_memory_ablation_rewrites_the_action_without_the_failure_items(t
         failure_memory_ablation(tiny_lm, cfg, [other], cache_dir=tmp_path / "a")
 
 
+@pytest.mark.game
 def test_loop_switch_shows_the_hidden_episodic_record_at_a_loop(tiny_lm, expert, tmp_path, monkeypatch):
     """At an A, B, A, B loop of a failed scoring episode, the game and the policy are replayed to the state and it
     is scored again with every hidden Episodic item brought back focal; rows are kept per episode."""
@@ -162,6 +164,7 @@ def test_loop_switch_shows_the_hidden_episodic_record_at_a_loop(tiny_lm, expert,
                                                 decode="generate-verbatim"), [traj])
 
 
+@pytest.mark.game
 def test_first_step_ablation_scores_step_0_without_each_bank_without_items_and_as_react(tiny_lm, expert, tmp_path,
                                                                                       monkeypatch):
     """Where a working-memory episode's first action differs from the action agent alone's, step 0 is replayed

@@ -119,6 +119,7 @@ def test_the_budget_sensitivity_table_pairs_each_budget_with_500_on_the_slice():
     assert list(line.get_xdata()) == [150, 500, 750] and list(line.get_ydata()) == [50, 100, 100]
 
 
+@pytest.mark.game
 def test_the_analyses_beyond_the_paper_resume_from_their_cache(tiny_lm, tmp_path, monkeypatch):
     """Item attention and band switches keep each task's result: a second render reads them (nothing is played or
     re-scored) and summarises them exactly as the first did."""

@@ -24,6 +24,7 @@ def _args(model: Path, out: Path, *extra: str) -> list[str]:
 
 @pytest.mark.parametrize("memory,extra", [("arbiter", ["--ablation", "no-gate", "--budget", "300"]),
                                           ("flat-retrieval", ["--budget", "120"])])
+@pytest.mark.game
 def test_cli_run_writes_records_within_budget(tiny_model_dir, tmp_path, capsys, memory, extra):
     out = tmp_path / memory
     assert main(_args(tiny_model_dir, out, "--memory", memory, *extra)) == 0
@@ -54,6 +55,7 @@ def test_cli_refuses_an_option_the_policy_does_not_take(tiny_model_dir, tmp_path
     assert not (tmp_path / "x").exists()  # refused before anything was written
 
 
+@pytest.mark.game
 def test_workers_write_what_a_serial_run_writes(tiny_model_dir, tmp_path):
     import torch
 

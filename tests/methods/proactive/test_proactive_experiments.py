@@ -46,6 +46,7 @@ def test_the_placebo_keeps_every_position_and_replaces_only_the_reminders_words(
     assert placebo_prompt(b.build("You are in a room.", "put a pen in shelf.", hist), tiny_lm.tokenizer) is None
 
 
+@pytest.mark.game
 def test_reminder_attention_reports_the_placebo_control_at_the_same_steps(tiny_lm):
     from workbench.studies.reminder_attention import reminder_attention
 
@@ -61,6 +62,7 @@ def test_reminder_attention_reports_the_placebo_control_at_the_same_steps(tiny_l
     assert "placebo_steps" not in off and "u_token_placebo" not in off["rows"][0]
 
 
+@pytest.mark.game
 def test_reminder_attention_resumes_from_its_cache(tiny_lm, tmp_path, monkeypatch):
     import workbench.agents.loop as loop
     from workbench.studies.reminder_attention import reminder_attention
@@ -169,6 +171,7 @@ def _assert_rows_replay_the_run(rows, trajs, states) -> None:
         assert r["without"] == rec["reminder_effect"]["action_without"]
 
 
+@pytest.mark.game
 def test_the_reminder_quote_ablation_writes_the_action_again_four_ways_at_each_state_after_a_failure(tiny_lm, tmp_path,
                                                                                                     monkeypatch):
     """A random model's written commands all fail, so every reminder step after the first is such a state. The
@@ -214,6 +217,7 @@ def test_the_reminder_quote_ablation_writes_the_action_again_four_ways_at_each_s
         reminder_quote_ablation(tiny_lm, replace(cfg, decode="score"), trajs)
 
 
+@pytest.mark.game
 def test_the_warning_pull_ablation_scores_each_warning_state_five_ways(tiny_lm, tmp_path, monkeypatch):
     """A random scoring agent loops, so the memory agent warns: every reminder that warns against an admissible
     command is one state. The replay gives the reminder played and its choice; without the line it chooses what

@@ -14,6 +14,7 @@ from workbench.memory.trajectory import iter_jsonl_dicts
 
 @pytest.mark.parametrize("memory,extra", [("proactive", ["--interval", "2", "--trigger", "failed"]),
                                           ("proactive-passive", [])])
+@pytest.mark.game
 def test_cli_run(tiny_model_dir, tmp_path, memory, extra):
     out = tmp_path / memory
     assert main(["run", "--model", str(tiny_model_dir), "--split", "valid_unseen", "--tasks", "0:134:67",
@@ -43,6 +44,7 @@ def test_cli_run(tiny_model_dir, tmp_path, memory, extra):
     assert json.loads((out / "teacher_forced.json").read_text())["result"]["n_steps"] > 0
 
 
+@pytest.mark.game
 def test_an_agent_that_writes_its_action_writes_it_again_without_the_reminder(tiny_lm, monkeypatch):
     """``decode=generate-verbatim``: at a reminder step the loop writes the action a second time from the same
     prompt without the reminder line, and records what it wrote (no distribution: no p fields)."""
