@@ -8,13 +8,14 @@ deterministic offline algorithm are interchangeable.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
 
 from workbench.llm.errors import LLMConfigError
+from workbench.llm.offline.backend import register_algorithm
 from workbench.llm.protocol import Backend, Message, ToolSpec
 from workbench.llm.structured import Parsed, chat_json, chat_tools
 from workbench.llm.templates import load_template
@@ -22,7 +23,7 @@ from workbench.memory.segment_text import segment_text
 from workbench.memory.trajectory import MemoryEntry, Step, Trajectory
 from workbench.registry import Registry
 
-__all__ = ["Stage", "STAGES", "register_stage", "get_stage", "list_stages", "render_stage", "run_stage", "render_memory",
+__all__ = ["Stage", "STAGES", "register_stage", "register_stages", "get_stage", "list_stages", "render_stage", "run_stage", "render_memory",
            "render_steps", "render_trajectory"]
 
 
@@ -59,6 +60,17 @@ def register_stage(stage: Stage) -> Stage:
     if (stage.output_model is None) == (not stage.tools):
         raise LLMConfigError(f"stage '{stage.name}' needs exactly one of output_model or tools")
     return STAGES.register(stage.name, stage)
+
+
+def register_stages(stages: Sequence[Stage], offline: Mapping[str, Callable[[Any], Any]]) -> None:
+    """Register a method's stages, each with the deterministic offline algorithm that answers it (``offline``:
+    stage name -> algorithm over the stage's validated input)."""
+    missing = [st.name for st in stages if st.name not in offline]
+    if missing:
+        raise LLMConfigError(f"stages {missing} have no offline algorithm: every stage needs one (named so in tables)")
+    for st in stages:
+        register_stage(st)
+        register_algorithm(st.name, st.input_model, offline[st.name])
 
 
 def get_stage(name: str) -> Stage:

@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import json
 
-from workbench.llm.offline import register_algorithm
-from workbench.llm.stages import Stage, register_stage, render_memory, render_trajectory
+from workbench.llm.stages import (
+    Stage,
+    register_stages,
+    render_memory,
+    render_trajectory,
+)
 from workbench.methods.agmr.offline.awm import induce_workflow
 from workbench.methods.agmr.offline.dc import curate
 from workbench.methods.agmr.offline.refiner import (
@@ -93,16 +97,14 @@ _STAGES = (
 )
 STAGE_NAMES = tuple(s.name for s in _STAGES)
 
-for _stage in _STAGES:
-    register_stage(_stage)
-    register_algorithm(_stage.name, _stage.input_model, {
-        "retrieval_analyzer": analyze_retrieval,
-        "reflector_failure": reflect_failure,
-        "reflector_success": reflect_success,
-        "refiner_failure": refine_failure,
-        "refiner_success": refine_success,
-        "reflector_edit_failure": direct_edit_failure,
-        "reflector_edit_success": direct_edit_success,
-        "awm_induce": induce_workflow,
-        "dc_curate": curate,
-    }[_stage.name])
+register_stages(_STAGES, offline={
+    "retrieval_analyzer": analyze_retrieval,
+    "reflector_failure": reflect_failure,
+    "reflector_success": reflect_success,
+    "refiner_failure": refine_failure,
+    "refiner_success": refine_success,
+    "reflector_edit_failure": direct_edit_failure,
+    "reflector_edit_success": direct_edit_success,
+    "awm_induce": induce_workflow,
+    "dc_curate": curate,
+})

@@ -3,8 +3,7 @@
 
 from __future__ import annotations
 
-from workbench.llm.offline import register_algorithm
-from workbench.llm.stages import Stage, register_stage, render_steps
+from workbench.llm.stages import Stage, register_stages, render_steps
 from workbench.methods.arbiter.offline import parse_state, write_candidates
 from workbench.methods.arbiter.stage_types import (
     CandidateWrites,
@@ -29,9 +28,7 @@ _STAGES = (
 )
 STAGE_NAMES = tuple(s.name for s in _STAGES)
 
-for _stage in _STAGES:
-    register_stage(_stage)
-    register_algorithm(_stage.name, _stage.input_model, {
-        "arbiter_writer": write_candidates,
-        "arbiter_state_parser": parse_state,
-    }[_stage.name])
+register_stages(_STAGES, offline={
+    "arbiter_writer": write_candidates,
+    "arbiter_state_parser": parse_state,
+})

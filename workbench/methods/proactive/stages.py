@@ -4,8 +4,7 @@ with their deterministic offline algorithms (the advisor runs the intervention a
 
 from __future__ import annotations
 
-from workbench.llm.offline import register_algorithm
-from workbench.llm.stages import Stage, register_stage, render_steps
+from workbench.llm.stages import Stage, register_stages, render_steps
 from workbench.methods.proactive.offline import intervene, manage_bank
 from workbench.methods.proactive.stage_types import (
     PROACTIVE_TOOLS,
@@ -39,10 +38,8 @@ _STAGES = (
 )
 STAGE_NAMES = tuple(s.name for s in _STAGES)
 
-for _stage in _STAGES:
-    register_stage(_stage)
-    register_algorithm(_stage.name, _stage.input_model, {
-        "proactive_update": manage_bank,
-        "proactive_intervene": intervene,
-        "proactive_advise": intervene,
-    }[_stage.name])
+register_stages(_STAGES, offline={
+    "proactive_update": manage_bank,
+    "proactive_intervene": intervene,
+    "proactive_advise": intervene,
+})
