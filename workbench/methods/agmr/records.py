@@ -78,7 +78,7 @@ class TaskRecord(_Rec):
     meta: dict = Field(default_factory=dict)
 
 
-def entry_diff(entry: MemoryEntry, cand: MemoryEntry, n: int) -> str:
+def candidate_diff(entry: MemoryEntry, cand: MemoryEntry, n: int) -> str:
     return entry_diff(entry, cand, labels=(f"{entry.entry_id}@v{entry.version}", f"{entry.entry_id}@candidate-{n}"))
 
 

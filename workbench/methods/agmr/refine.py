@@ -51,7 +51,7 @@ from workbench.envs.memory_base import expert_trajectories_for
 from workbench.envs.selection import parse_task_slice
 from workbench.llm import LLMOutputError, run_stage
 from workbench.llm.registry import get_backend
-from workbench.memory.base import MemoryBase, entry_diff
+from workbench.memory.base import MemoryBase
 from workbench.memory.retrieval import get_retriever
 from workbench.memory.tokens import memory_tokens
 from workbench.memory.trajectory import (
@@ -65,7 +65,7 @@ from workbench.methods.agmr.records import (
     Attempt,
     Execution,
     TaskRecord,
-    entry_diff,
+    candidate_diff,
     error_text,
     pattern_counts,
     reward,
@@ -257,7 +257,7 @@ class Refiner:
                     gain > 0 and self.config.reward_gain == 0)
                 attempt = Attempt(n=n, reflection=info.get("reflection"), rule=info.get("rule"),
                                   refinement=info.get("refinement"), pattern=info.get("pattern"),
-                                  diff=entry_diff(entry, cand, n), execution=verify.execution.id,
+                                  diff=candidate_diff(entry, cand, n), execution=verify.execution.id,
                                   success=verify.traj.success, reward_gain=gain)
                 attempts.append(attempt)
                 if ok:
@@ -281,7 +281,7 @@ class Refiner:
         verify = self.execute(task, cand, 1, entry.version, candidate=True)
         runs.append(verify.execution.id)
         attempt = Attempt(n=1, reflection=info["reflection"], refinement=info["refinement"], pattern=info.get("pattern"),
-                          utilization=info.get("utilization"), diff=entry_diff(entry, cand, 1), execution=verify.execution.id, success=verify.traj.success,
+                          utilization=info.get("utilization"), diff=candidate_diff(entry, cand, 1), execution=verify.execution.id, success=verify.traj.success,
                           reward_gain=reward(verify.traj) - reward(first.traj))
         if verify.traj.success:
             return self._commit(task, entry, cand, "success", [attempt], runs, common)
