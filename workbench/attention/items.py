@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from statistics import mean
 
 from workbench.attention.capture import CapturedStep
+from workbench.attention.instrument import CaptureInstrument
 from workbench.prompts.layout import BuiltPrompt
 
 __all__ = ["item_utilization", "focal_vs_ambient", "span_utilization", "episode_item_utilization"]
@@ -90,8 +91,6 @@ def focal_vs_ambient(rows: Sequence[dict]) -> dict:
 def episode_item_utilization(agent, env, task, policy, heads, max_steps: int | None = None) -> tuple[list[dict], object]:
     """Play one episode with the retrieval heads captured; its :func:`item_utilization` rows (each with the
     ``task_id``) and the trajectory."""
-    from workbench.attention.instrument import CaptureInstrument
-
     inst = CaptureInstrument(agent, list(heads))
     inst.reset()
     res = agent.run(env, task, policy, instruments=[inst], max_steps=max_steps)

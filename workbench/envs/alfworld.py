@@ -115,6 +115,7 @@ class ALFWorldEnv:
 
     def __init__(self, max_steps: int = MAX_STEPS, data_root: Path | None = None, fast_text: bool = True):
         if fast_text:
+            # lazy: importing it patches textworld's text generation, which only fast_text asks for
             from workbench.envs import textworld_cache
 
             textworld_cache.install()

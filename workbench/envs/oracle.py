@@ -48,6 +48,7 @@ from workbench.envs.alfworld_text import (
     parse_action,
     track,
 )
+from workbench.envs.normalize import split_initial_observation
 
 __all__ = ["Milestone", "Label", "milestones", "label_state", "OracleState", "replay_state", "label_trajectory_states",
            "oracle_rollout", "oracle_agreement", "progress"]
@@ -254,8 +255,6 @@ def oracle_rollout(env, task, plan: Sequence[str], prefix: Sequence[str], max_st
     """
     res = env.reset(task)
     initial = res.observation
-    from workbench.envs.normalize import split_initial_observation
-
     room, _ = split_initial_observation(initial)
     obs_before: list[str] = []
     actions: list[str] = []

@@ -50,12 +50,14 @@ def get_backend(name: str, *, cache_dir: str | os.PathLike | None = None, **kwar
 
 
 def _openai(**kwargs: Any) -> Backend:
+    # lazy: a backend's client (HTTP, an in-process model) loads only when that backend is asked for
     from workbench.llm.openai_client import OpenAIBackend, OpenAIConfig
 
     return OpenAIBackend(OpenAIConfig(**kwargs))
 
 
 def _local(lm: Any = None, model: str | None = None, **kwargs: Any) -> Backend:
+    # lazy: a backend's client (HTTP, an in-process model) loads only when that backend is asked for
     from workbench.llm.local import LocalBackend
 
     if lm is not None or "hf_model" in kwargs:
@@ -65,13 +67,16 @@ def _local(lm: Any = None, model: str | None = None, **kwargs: Any) -> Backend:
     return LocalBackend.from_name(model, **kwargs)
 
 
+
 def _offline_alfworld(**kwargs: Any) -> Backend:
+    # lazy: a backend's client (HTTP, an in-process model) loads only when that backend is asked for
     from workbench.llm.offline import OfflineALFWorldBackend
 
     return OfflineALFWorldBackend(**kwargs)
 
 
 def _scripted(**kwargs: Any) -> Backend:
+    # lazy: a backend's client (HTTP, an in-process model) loads only when that backend is asked for
     from workbench.llm.scripted import ScriptedBackend
 
     return ScriptedBackend(**kwargs)

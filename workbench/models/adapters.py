@@ -34,6 +34,7 @@ def adapter_dir(spec: ModelSpec) -> Path:
     Raises:
         ModelNotFoundError: the folder or one of its files is missing; the message says how to train it.
     """
+    # lazy: loading.py imports this module (adapters and loading call each other)
     from workbench.models.loading import ModelNotFoundError
 
     folder = adapter_path(spec)
@@ -79,6 +80,7 @@ def model_adapter_hash(name_or_path: str) -> str | None:
 
 
 def _base_folder(base: ModelSpec) -> tuple[Path, str]:
+    # lazy: loading.py imports this module (adapters and loading call each other)
     from workbench.models.loading import _dequantized_dir, _resolve_path
 
     if base.gguf is not None:

@@ -139,6 +139,7 @@ def _resolve_path(name_or_path: str) -> tuple[Path, str, str]:
 def _adapter_folder_spec(name_or_path: str):
     """A local LoRA adapter folder (``adapter_config.json`` + weights, no ``config.json``: what training writes,
     e.g. a DAgger iteration's adapter) as a model spec over the registered base it was trained on."""
+    # lazy: adapters.py imports this module (adapters and loading call each other)
     from workbench.models.registry import ModelSpec, list_models
 
     p = Path(name_or_path).expanduser()
@@ -187,6 +188,7 @@ def load_model(
     spec = get_model_spec(name_or_path)
     torch_dtype = _dtype(dtype)
     if spec is not None and spec.base is not None:
+        # lazy: adapters.py imports this module (adapters and loading call each other)
         from workbench.models.adapters import load_with_adapter
 
         folder, hf_id, source = load_with_adapter(spec)
@@ -194,6 +196,7 @@ def load_model(
         folder, hf_id = _dequantized_dir(spec), spec.hf_id
         source = f"gguf:{spec.gguf[0]}/{spec.gguf[1]}"
     elif (adapter := _adapter_folder_spec(name_or_path)) is not None:
+        # lazy: adapters.py imports this module (adapters and loading call each other)
         from workbench.models.adapters import load_with_adapter
 
         folder, hf_id, source = load_with_adapter(adapter)

@@ -13,6 +13,7 @@ from workbench.eval.behaviour import failures
 from workbench.eval.config import policy_for, select_tasks
 from workbench.eval.task_cache import TaskCache, analysis_key, rows_per_episode
 from workbench.models.generation import PrefixGenerator
+from workbench.studies.failure_ablation import UNQUOTED
 from workbench.studies.reminder_attention import PLACEBO_TEXT, placebo_prompt
 
 __all__ = ["REMINDER_ABLATIONS", "reminder_quote_ablation", "summarize_reminder_quote"]
@@ -54,8 +55,6 @@ def reminder_quote_ablation(lm, cfg, trajs: Sequence, cache_dir: str | Path | No
     """
     import re
     from dataclasses import replace
-
-    from workbench.studies.failure_ablation import UNQUOTED
 
     if cfg.decode != "generate-verbatim":
         raise ValueError(f"reminder_quote_ablation writes the actions again: run {cfg.out} decodes '{cfg.decode}', "

@@ -233,6 +233,7 @@ def build_policy_examples(
     Steps whose prompts extend the previous step's prefix (ReAct-style layouts) share one packed example; a
     working-memory layout or a reminder starts a new one at each step.
     """
+    # lazy: layouts.py imports this module
     from workbench.training.layouts import task_of
 
     tok = builder.tokenizer

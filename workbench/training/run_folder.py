@@ -62,6 +62,8 @@ def prompt_fingerprint(traj: Any, builder: Any, layouts: str, dcfg: "DataConfig"
     the prompt builder changes it, so a resume never mixes two renderings of the same data."""
     import hashlib
 
+    # lazy: the training data stack (peft, the packers) loads only for a fingerprint
+    # lazy: the training data stack (peft, the packers) loads only for a fingerprint
     from workbench.training.data import build_policy_examples
     from workbench.training.layouts import LAYOUTS, Layout, layout_policy
 
@@ -109,6 +111,7 @@ def finished_run(out: Path, cfg: TrainConfig) -> dict | None:
 
 
 def write_outputs(out: Path, record: dict) -> None:
+    # lazy: the training data stack (peft, the packers) loads only for a fingerprint
     from workbench.training.card import adapter_summary, write_model_card
 
     (out / "training_log.json").write_text(json.dumps(record, indent=1))

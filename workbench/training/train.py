@@ -113,6 +113,8 @@ def build_stream(trajs: list, builder: Any, sampler: MemorySampler, dcfg: DataCo
 def build_layout_stream(trajs: list, builder: Any, sampler: Any, dcfg: DataConfig, seed: int, negatives: int = 0):
     """Like :func:`build_stream`, each trajectory rendered under one layout drawn by ``sampler``
     (:class:`~workbench.training.layouts.LayoutSampler`); an on-policy trajectory trains on its labels."""
+    # lazy: `--help` and a finished step's skip stay fast without the training stack (peft)
+    # lazy: `--help` and a finished step's skip stay fast without the training stack (peft)
     from workbench.training.data import build_policy_examples
     from workbench.training.layouts import layout_policy
 
@@ -150,6 +152,7 @@ def capped_labels(traj: Any, cap: int, seed: int, epoch: int) -> list | None:
 def planned_layouts(trajs: list, sampler: Any, slots: int, seed: int) -> dict:
     """The mixture a run trains on: the layout of every trajectory slot it will visit, counted (the model card
     states it)."""
+    # lazy: `--help` and a finished step's skip stay fast without the training stack (peft)
     from workbench.training.layouts import layout_counts
 
     n = len(trajs)
@@ -234,7 +237,9 @@ def main(argv: list[str] | None = None) -> int:
     return _validate_only(a) if a.validate_only else _train(a)
 
 
+
 def _train(a: argparse.Namespace) -> int:
+    # lazy: `--help` and a finished step's skip stay fast without the training stack (peft)
     from workbench.training.card import adapter_summary
     t_start = time.perf_counter()
     cfg = TrainConfig(seed=a.seed, updates=a.updates, accum=a.accum, lr=a.lr, warmup=a.warmup, lora_r=a.r,
@@ -263,6 +268,7 @@ def _train(a: argparse.Namespace) -> int:
     trajs = trajs + on_policy
     mixture = None
     if a.layouts == "all":
+        # lazy: `--help` and a finished step's skip stay fast without the training stack (peft)
         from workbench.training.layouts import LayoutSampler
 
         layouts = LayoutSampler(seed=cfg.seed)
@@ -333,6 +339,7 @@ def _validate_only(a: argparse.Namespace) -> int:
     """
     from peft import PeftModel
 
+    # lazy: `--help` and a finished step's skip stay fast without the training stack (peft)
     from workbench.training.trainer import evaluate
 
     t0 = time.perf_counter()

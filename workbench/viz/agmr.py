@@ -16,8 +16,13 @@ from matplotlib.figure import Figure
 
 from workbench.envs.memory_base import default_memory_base
 from workbench.memory.base import MemoryBase
-from workbench.methods.agmr.refine_folder import load_executions, load_log
 from workbench.methods.agmr.evaluate import recorded_verifier
+from workbench.methods.agmr.refine_folder import load_executions, load_log
+from workbench.viz.utilization import (
+    episode_utilization_figure,
+    figure_image,
+    utilization_figure,
+)
 
 __all__ = ["scenario_distribution_figure", "scenario_success_figure", "refinement_case_figure",
            "refinement_explorer", "SCENARIO_LABELS"]
@@ -74,8 +79,6 @@ def scenario_success_figure(table, title: str = "Success by scenario group") -> 
 def refinement_case_figure(case: dict) -> Figure:
     """Figure 6 for one case of :func:`~workbench.methods.agmr.refinement_cases`: C with m* (left) and with the
     committed m' (right), critical step and target marked."""
-    from workbench.viz.utilization import utilization_figure
-
     fig = Figure(figsize=(13, 4.6))
     axes = fig.subplots(1, 2)
     r = case["record"]
@@ -138,8 +141,6 @@ def refinement_explorer(root: str | Path, verify: Callable | None = None, copy: 
     """
     import ipywidgets as w
     from IPython.display import display
-
-    from workbench.viz.utilization import episode_utilization_figure, figure_image
 
     root = Path(root)
     records = [r for r in load_log(root) if r.attempts]

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from workbench.viz.utilization import episode_utilization_figure, figure_image
+
 __all__ = ["step_view", "utilization_explorer"]
 
 
@@ -52,8 +54,6 @@ def utilization_explorer(records: Sequence):
     """
     import ipywidgets as w
     from IPython.display import HTML, display
-
-    from workbench.viz.utilization import episode_utilization_figure, figure_image
 
     records = [r for r in records if r.steps and r.segment_texts]
     if not records:

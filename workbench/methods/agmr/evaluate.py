@@ -24,6 +24,7 @@ from workbench.memory.base import MemoryBase
 from workbench.memory.trajectory import MemoryEntry, Trajectory
 from workbench.methods.agmr.recording import UtilizationEpisode
 from workbench.methods.agmr.records import Execution, TaskRecord
+from workbench.methods.agmr.refine import execute
 from workbench.methods.agmr.refine_folder import load_executions, load_log
 
 __all__ = ["scenario_groups", "success_by_scenario", "refined_share", "refinement_cases", "recorded_verifier", "model_verifier", "SCENARIOS"]
@@ -150,8 +151,6 @@ def model_verifier(lm: Any, heads: Sequence[tuple[int, int]], split: str = "vali
     state: dict = {}
 
     def verify(task_id: str, candidate: MemoryEntry) -> Execution:
-        from workbench.methods.agmr.refine import execute
-
         if task_id not in tasks:
             raise KeyError(f"task {task_id!r} is not in {split}")
         if "agent" not in state:
