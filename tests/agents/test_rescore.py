@@ -51,6 +51,7 @@ from workbench.agents.rescore import (
 )
 from workbench.memory.render import render_pieces
 from workbench.memory.trajectory import MemoryEntry, Segment
+from workbench.models.scoring import ActionScorer
 
 REMINDER = "Look in the safe first."
 
@@ -259,3 +260,63 @@ def test_a_state_outside_the_episode_or_without_candidates_is_refused():
         _state(step=7)
     with pytest.raises(ValueError, match="empty"):
         state_at(ToyWorkingMemory(), TASK, episode(), 1, [])
+
+
+# (6) through the agent's cached prefix (reuse_prefix: the recorded studies, bit for bit) --------------------------
+
+def _decide_in_turn(agent, state, prompts) -> list[tuple[float, ...]]:
+    """What the studies did before the primitive: ``agent.decide`` on each prompt in turn, the cache carried."""
+    return [tuple(ActionScorer.normalise(agent.decide(p, list(state.candidates)).scores)) for p in prompts]
+
+
+def _leave_another_prefix(agent) -> None:
+    agent.scorer.reset()
+    agent.decide(state_at(ToyWorkingMemory(reminder=REMINDER), TASK, episode(), 2, PLACES).prompt(agent), list(PLACES))
+
+
+def test_reuse_prefix_scores_what_the_hand_written_studies_scored_through_the_same_cache(agent, monkeypatch):
+    state = _state()
+    sets = {"hide": [SetBand("R1", "H")], "same": [], "drop": [DropItem("E1")]}
+    prompts = [state.prompt(agent), apply_edits(agent, state, sets["hide"]).prompt,
+               apply_edits(agent, state, sets["drop"]).prompt]
+    _leave_another_prefix(agent)
+    p, hide, drop = _decide_in_turn(agent, state, prompts)
+    _leave_another_prefix(agent)
+    forwards = _forwards(agent, monkeypatch)
+    rs = rescore_many(agent, state, sets, reuse_prefix=True)
+    assert (rs["hide"].p, rs["hide"].p_edited, rs["drop"].p_edited) == (p, hide, drop)  # bit for bit
+    # the factual forward reused the prefix left before the call, each edited one the prefix before it; the noop
+    # set is not scored again (a second forward of the same tokens would only re-chunk the cache)
+    assert len(forwards) == 3 and all(f.reused_tokens > 0 for f in forwards)
+    assert rs["same"].noop and rs["same"].p_edited is rs["same"].p
+    assert agent.scorer.cache is not None  # left for the next state, as the studies left it
+    assert rs["hide"].choice == ANSWER and rs["hide"].delta_p < -0.3  # the same measurement as from an empty cache
+
+
+def test_reuse_prefix_can_score_the_edit_sets_before_the_factual_prompt(agent, monkeypatch):
+    from workbench.attention.instrument import CaptureInstrument
+
+    state = _state(ToyWorkingMemory(reminder=REMINDER))
+    placebo = apply_edits(agent, state, [PlaceboReminder()]).prompt
+    _leave_another_prefix(agent)
+    fake, real = _decide_in_turn(agent, state, [placebo, state.prompt(agent)])
+    _leave_another_prefix(agent)
+    forwards = _forwards(agent, monkeypatch)
+    capture = CaptureInstrument(agent, [PLANTED])  # read-only: allowed to watch the cached forwards
+    capture.reset()
+    r = rescore(agent, state, [PlaceboReminder()], [capture], reuse_prefix=True, factual_first=False)
+    assert (r.p_edited, r.p) == (fake, real)
+    assert [len(f.layout.candidate_paths) for f in forwards] == [len(PLACES)] * 2
+    assert [s.prompt_len for s in capture.capture.steps] == [placebo.n_tokens, state.prompt(agent).n_tokens]
+
+
+def test_reuse_prefix_refuses_what_would_leave_its_effect_in_the_cached_prefix(agent, monkeypatch):
+    from workbench.attention.instrument import HeadMaskInstrument
+
+    forwards = _forwards(agent, monkeypatch)
+    with pytest.raises(EditError, match=r"MaskHeads.*reuse_prefix=True.*reuse_prefix=False"):
+        rescore_many(agent, _state(), {"fine": [DropItem("E1")], "masked": [MaskHeads(PLANTED)]}, reuse_prefix=True)
+    with pytest.raises(EditError, match="HeadMaskInstrument.*only a read-only capture"):
+        rescore(agent, _state(), [DropItem("E1")], [HeadMaskInstrument([PLANTED], 4)], reuse_prefix=True)
+    assert forwards == []  # refused before any forward
+    assert not rescore(agent, _state(), [MaskHeads(PLANTED)]).noop  # from an empty cache (the default) it is scored

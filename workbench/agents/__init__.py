@@ -15,7 +15,16 @@ from workbench.agents.policy import (
     list_policies,
     register_policy,
 )
-from workbench.agents.rescore import Edited, Rescore, State, apply_edits, rescore, rescore_many, state_at, states_at
+from workbench.agents.rescore import (
+    Edited,
+    Rescore,
+    State,
+    apply_edits,
+    rescore,
+    rescore_many,
+    state_at,
+    states_at,
+)
 
 __all__ = [
     "Agent", "EpisodeResult", "FixedICL", "MemoryBlock", "MemoryPolicy", "NoMemory", "RetrievedTrajectory",

@@ -21,11 +21,31 @@ edits, and return both distributions over the admissible commands and the choice
 **Invariant.** The factual prompt is byte-identical to the one the agent saw when it played step k: the policy is
 replayed exactly as the loop fed it (:func:`~workbench.agents.policy.replay`), and the prompt is built by the same
 :func:`~workbench.agents.loop.build_prompt` from the same room, goal, history and observation. Every forward here
-starts from an empty KV cache, so a distribution depends on its tokens, candidates and hooks alone: an empty edit
-list reproduces the factual distribution exactly (bit for bit, not to a tolerance), and a head mask never leaks
-into a cached prefix that a later forward reuses. (The loop itself reused the cache across steps, so its
-recorded ``p_action`` may differ from ``p`` in the last float digits: check a replay by its choice.) Every edited prompt is
-made before the first forward, so an edit that cannot apply raises before any model time is spent.
+(unless ``reuse_prefix``, below) starts from an empty KV cache, so a distribution depends on its tokens, candidates
+and hooks alone: an empty edit list reproduces the factual distribution exactly (bit for bit, not to a tolerance),
+and a head mask never leaks into a cached prefix that a later forward reuses. (The loop itself reused the cache
+across steps, so its recorded ``p_action`` may differ from ``p`` in the last float digits: check a replay by its
+choice.) Every edited prompt is made before the first forward, so an edit that cannot apply raises before any model
+time is spent.
+
+**Reusing the agent's prefix (``reuse_prefix=True``), for bit-identical reproduction of recorded analyses.** The
+causal studies' tables (band switches, loop switch, first-step ablation, warning pull, the reminder placebo) were
+computed at paper scale in bfloat16 by scoring through the agent's scorer as it stood: its cached common prefix
+reused by the factual forward and by each edited one in turn, never reset between them (band switches reset it once
+per episode, the others never). A token's keys and values are computed in whichever forward first saw it, so a score
+may depend, in its last bits, on how the prefix was chunked across the forwards before it: nothing promises a kernel
+the same reductions for another number of rows (GPU GEMMs choose their tiling by shape). (On a CPU like the one that
+made the tables, AMD EPYC with avx512_bf16, one or two threads, a sample showed no difference: 24 proactive states x
+3 forwards and 36 band switches were bit-identical either way.) ``reuse_prefix=True`` therefore scores exactly as
+the studies did, so their committed numbers are reproduced by construction, not by luck: through the agent's scorer
+with nothing reset before, between or after; the factual forward first, then the edit sets in the order given
+(``factual_first=False``: the edit sets first, the order of the reminder placebo); an edit set whose prompt is the
+factual one token for token is not scored (``p_edited`` is ``p``: the studies recorded such a state as a noop, and a
+second forward of the same tokens would only re-chunk the cache). It is not another measurement, only the order of
+the same one's roundings. What could change a forward is refused in this mode
+(:class:`~workbench.agents.edits.EditError` before any forward): a forward edit (``MaskHeads``), or an instrument
+other than a read-only capture (:class:`~workbench.attention.instrument.CaptureInstrument`), would leave its effect
+in the cached prefix that the next forward, this call's or the agent's next decision, reuses.
 """
 
 from __future__ import annotations
@@ -37,6 +57,7 @@ from workbench.agents.counterfactual import argmax, choice_shift
 from workbench.agents.edits import Edit, EditError, reassembled
 from workbench.agents.loop import Agent, StepInstrument
 from workbench.agents.policy import MemoryBlock, MemoryPolicy, replay_at
+from workbench.attention.instrument import CaptureInstrument
 from workbench.envs.base import Task
 from workbench.memory.trajectory import Step, Trajectory
 from workbench.models.scoring import ActionScorer
@@ -239,47 +260,86 @@ class Rescore:
                 "edits": [repr(e) for e in self.edits]}
 
 
-def _distribution(agent: Agent, prompt: BuiltPrompt, cands: list[str], instruments) -> tuple[float, ...]:
-    agent.scorer.reset()  # an empty cache: the distribution depends on this forward's inputs alone (invariant)
+def _distribution(agent: Agent, prompt: BuiltPrompt, cands: list[str], instruments,
+                  reuse_prefix: bool = False) -> tuple[float, ...]:
+    if not reuse_prefix:
+        agent.scorer.reset()  # an empty cache: the distribution depends on this forward's inputs alone (invariant)
     return tuple(ActionScorer.normalise(agent.decide(prompt, cands, list(instruments)).scores))
 
 
+def _check_prefix_reuse(edited: Mapping[str, Edited], instruments: Sequence[StepInstrument]) -> None:
+    """With ``reuse_prefix`` nothing may change a forward: its effect would stay in the cached prefix."""
+    for ed in edited.values():
+        for e in ed.edits:
+            if e.stage == "forward":
+                raise EditError(f"{e!r} changes the scoring forward: with reuse_prefix=True its effect would stay in "
+                                "the cached KV prefix that the next forward reuses; re-score it with "
+                                "reuse_prefix=False (every forward from an empty cache)")
+    for inst in instruments:
+        if not isinstance(inst, CaptureInstrument):
+            raise EditError(f"instrument {type(inst).__name__}: with reuse_prefix=True only a read-only capture "
+                            "(CaptureInstrument) may watch the forwards (an instrument that changes one would leave "
+                            "its effect in the cached KV prefix); re-score with reuse_prefix=False")
+
+
 def rescore_many(agent: Agent, state: State, edit_sets: Mapping[str, Sequence[Edit]],
-                 instruments: Sequence[StepInstrument] = ()) -> dict[str, Rescore]:
+                 instruments: Sequence[StepInstrument] = (), *, reuse_prefix: bool = False,
+                 factual_first: bool = True) -> dict[str, Rescore]:
     """Score ``state`` as played once, then under each named edit set.
 
     Args:
-        agent: the white-box agent that scores (its scorer's cache is left empty afterwards).
+        agent: the white-box agent that scores (its scorer's cache is left empty afterwards, unless
+            ``reuse_prefix``).
         state: the state (:func:`state_at`, :func:`states_at`, or built directly).
         edit_sets: name -> a list of edits (an empty list re-scores the factual prompt).
-        instruments: step instruments that watch every forward (e.g. an attention capture): the factual one
-            first, then one per edit set in ``edit_sets``' order.
+        instruments: step instruments that watch every forward (e.g. an attention capture), in the order scored:
+            the factual one first (last with ``factual_first=False``), then one per edit set in ``edit_sets``'
+            order (with ``reuse_prefix``, none for an edit set that leaves the prompt as it was).
+        reuse_prefix: score through the agent's scorer as it stands, its cached prefix reused and nothing reset,
+            to reproduce a recorded analysis bit for bit (module docstring); forward edits and instruments other
+            than a capture are refused.
+        factual_first: False scores the edit sets first and the factual prompt last (with ``reuse_prefix`` the
+            order is part of the numbers: the recorded reminder placebo was scored before the reminder).
 
     Returns:
         name -> :class:`Rescore`, in ``edit_sets``' order.
 
     Raises:
-        EditError: an edit cannot apply to this state (before any forward).
+        EditError: an edit cannot apply to this state, or cannot with ``reuse_prefix`` (before any forward).
     """
     factual = state.prompt(agent)
     edited = {name: apply_edits(agent, state, edits) for name, edits in edit_sets.items()}
+    if reuse_prefix:
+        _check_prefix_reuse(edited, instruments)
     cands = list(state.candidates)
+    noop = {name: not ed.instruments and ed.prompt.tokens == factual.tokens for name, ed in edited.items()}
+    order: list[str | None] = [None, *edited] if factual_first else [*edited, None]  # None: the factual prompt
+    dist: dict[str | None, tuple[float, ...]] = {}
     try:
-        p = _distribution(agent, factual, cands, instruments)
-        best = argmax(p)
-        out = {}
-        for name, ed in edited.items():
-            q = _distribution(agent, ed.prompt, cands, [*instruments, *ed.instruments])
-            _, alt, tv = choice_shift(p, q)
-            out[name] = Rescore(candidates=tuple(cands), p=p, p_edited=q, chosen=best, edited_choice=alt, tv=tv,
-                                noop=not ed.instruments and ed.prompt.tokens == factual.tokens, edits=ed.edits,
-                                prompt=factual, edited_prompt=ed.prompt)
+        for name in order:
+            if name is None:
+                dist[None] = _distribution(agent, factual, cands, instruments, reuse_prefix)
+            elif not (reuse_prefix and noop[name]):
+                ed = edited[name]
+                dist[name] = _distribution(agent, ed.prompt, cands, [*instruments, *ed.instruments], reuse_prefix)
     finally:
-        agent.scorer.reset()  # no edited (or masked) prefix stays for the agent's next decision to reuse
+        if not reuse_prefix:
+            agent.scorer.reset()  # no edited (or masked) prefix stays for the agent's next decision to reuse
+    p = dist[None]
+    best = argmax(p)
+    out = {}
+    for name, ed in edited.items():
+        q = dist.get(name, p)  # a noop not scored again (reuse_prefix): the factual distribution
+        _, alt, tv = choice_shift(p, q)
+        out[name] = Rescore(candidates=tuple(cands), p=p, p_edited=q, chosen=best, edited_choice=alt, tv=tv,
+                            noop=noop[name], edits=ed.edits, prompt=factual, edited_prompt=ed.prompt)
     return out
 
 
 def rescore(agent: Agent, state: State, edits: Sequence[Edit] = (),
-            instruments: Sequence[StepInstrument] = ()) -> Rescore:
-    """Score ``state`` as played and under ``edits`` (one edit set of :func:`rescore_many`)."""
-    return rescore_many(agent, state, {"edited": edits}, instruments)["edited"]
+            instruments: Sequence[StepInstrument] = (), *, reuse_prefix: bool = False,
+            factual_first: bool = True) -> Rescore:
+    """Score ``state`` as played and under ``edits`` (one edit set of :func:`rescore_many`, whose arguments these
+    are)."""
+    return rescore_many(agent, state, {"edited": edits}, instruments, reuse_prefix=reuse_prefix,
+                        factual_first=factual_first)["edited"]

@@ -59,7 +59,7 @@ def focal_vs_ambient(rows: Sequence[dict]) -> dict:
 
     Every bank shown is listed with its item-steps per band (``focal_items``, ``ambient_items``): a bank whose
     items the gate never shows in both bands at one step (``steps`` 0, the comparison columns None) has no
-    within-step answer here; the band-switch re-score (``methods.arbiter.causal``) moves its items instead."""
+    within-step answer here; the band-switch re-score (``studies.band_switches``) moves its items instead."""
     by = defaultdict(lambda: defaultdict(lambda: {"F": [], "A": []}))
     for r in rows:
         if r["band"] in ("F", "A") and r["bank"]:

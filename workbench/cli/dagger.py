@@ -6,7 +6,14 @@ from __future__ import annotations
 import argparse
 import json
 
-from workbench.cli._options import MODEL_HELP, add_decode, add_dtype, add_executor, add_model, add_out
+from workbench.cli._options import (
+    MODEL_HELP,
+    add_decode,
+    add_dtype,
+    add_executor,
+    add_model,
+    add_out,
+)
 from workbench.training.dagger import compare_iterations, label_iteration, run_rollouts
 
 __all__ = ["add_parser", "cmd_dagger"]

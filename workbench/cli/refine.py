@@ -19,9 +19,8 @@ from workbench.cli._options import (
     parse_heads,
 )
 from workbench.llm.registry import OFFLINE_BACKEND
-from workbench.methods.agmr.refine_config import RefineConfig
 from workbench.methods.agmr import refine
-from workbench.methods.agmr.refine_config import VARIANTS
+from workbench.methods.agmr.refine_config import VARIANTS, RefineConfig
 
 __all__ = ["add_parser", "cmd_refine"]
 

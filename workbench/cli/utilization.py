@@ -6,7 +6,12 @@ from __future__ import annotations
 import argparse
 import json
 
-from workbench.cli._options import add_head_experiment, add_out, heads_or_top_k, parse_heads
+from workbench.cli._options import (
+    add_head_experiment,
+    add_out,
+    heads_or_top_k,
+    parse_heads,
+)
 from workbench.models import load_model
 from workbench.studies.segment_masking_run import segment_masking
 

@@ -2,16 +2,17 @@
 paper: its limitation 3 asks for exactly this controlled intervention).
 
 For a trajectory (any run's, or an expert's), the MemArbiter policy is replayed step by step as teacher forcing
-replays it — the same items, bands and prompts as when it was played. At each chosen step the factual prompt is
-scored over the step's admissible commands; then, for each item in the source band of a transition, the block is
-reassembled with only that item moved (``F->A``: shown ambient; ``A->H``: left out; ``H->F``: brought back
-focal), under the same budget, and the same state is scored again:
+replays it — the same items, bands and prompts as when it was played (:func:`~workbench.agents.rescore.states_at`).
+At each chosen step, for each item in the source band of a transition, one edit set moves only that item
+(``SetBand``: ``F->A``: shown ambient; ``A->H``: left out; ``H->F``: brought back focal) and the policy
+re-assembles the block under the same budget; the state is scored as played and under each edit set
+(:func:`~workbench.agents.rescore.rescore_many`, through the agent's cached prefix as the tables were made):
 
     delta_p  = p_cf(chosen) - p(chosen)        chosen = the factual arg-max
     flipped  = arg-max of the counterfactual scores != chosen
 
-A transition whose reassembled block is identical to the factual one (the budget would not fit the change) is
-recorded as ``noop`` and not scored. Averages by bank and transition: :func:`summarize_band_switches`.
+A transition whose re-assembled prompt is the factual one (the budget would not fit the change) is recorded as
+``noop`` and not scored. Averages by bank and transition: :func:`summarize_band_switches`.
 """
 
 from __future__ import annotations
@@ -21,31 +22,37 @@ from collections.abc import Sequence
 from pathlib import Path
 from statistics import mean
 
-from workbench.agents.counterfactual import argmax
+from workbench.agents.edits import SetBand
 from workbench.agents.loop import Agent
-from workbench.agents.policy import replay_at
+from workbench.agents.rescore import State, rescore_many, states_at
 from workbench.envs.memory_base import expert_trajectories_for
 from workbench.eval.config import RunConfig, select_tasks
 from workbench.eval.task_cache import TaskCache, analysis_key
 from workbench.memory.trajectory import Trajectory
 from workbench.methods.arbiter.policy import ArbiterPolicy
-from workbench.models.scoring import ActionScorer
 from workbench.training.layouts import task_of
 
-__all__ = ["TRANSITIONS", "band_switch_effects", "summarize_band_switches", "band_switches"]
+__all__ = ["TRANSITIONS", "band_switch_edits", "band_switch_effects", "summarize_band_switches", "band_switches"]
 
 
 TRANSITIONS = {"F->A": ("F", "A"), "A->H": ("A", "H"), "H->F": ("H", "F")}
 
 
-def _state_scorer(agent, traj: Trajectory, history, observation: str, cands: list[str]):
-    """``score(block)``: the normalised probabilities over ``cands`` of the state after ``history``, with ``block``
-    as its memory (the one prompt of every re-scored state here: only the block differs between factual and
-    counterfactual)."""
-    def score(block) -> list[float]:
-        prompt = agent.build_prompt(block, traj.initial_observation, traj.goal, history, observation)
-        return ActionScorer.normalise(agent.decide(prompt, cands).scores)
-    return score
+def _item_rows(state: State) -> dict[str, list]:
+    """id -> the policy's record row of each item at ``state``: ``[id, bank, gate band, shown band, eta,
+    transition]``."""
+    return {r[0]: r for r in state.block.record["arbiter"]["items"]}
+
+
+def band_switch_edits(state: State, per_transition: int) -> dict[tuple[str, str], list[SetBand]]:
+    """``(transition, item) -> [SetBand(item, target band)]`` at ``state``: for each transition, the active items in
+    its source band, at most ``per_transition`` of them, highest eta first."""
+    live = state.policy.step_item_ids
+    rows = _item_rows(state)
+    bands = {i: r[3] for i, r in rows.items() if i in live}
+    etas = {i: r[4] for i, r in rows.items()}
+    return {(name, item): [SetBand(item, dst)] for name, (src, dst) in TRANSITIONS.items()
+            for item in sorted((i for i, b in bands.items() if b == src), key=lambda i: -etas[i])[:per_transition]}
 
 
 def band_switch_effects(agent, policy: ArbiterPolicy, traj: Trajectory, admissible: Sequence[Sequence[str]],
@@ -56,33 +63,25 @@ def band_switch_effects(agent, policy: ArbiterPolicy, traj: Trajectory, admissib
         agent: the white-box :class:`~workbench.agents.loop.Agent` that scores.
         policy: a MemArbiter policy (any variant), replayed from the start of ``traj``.
         admissible: the commands admissible before each step (an expert's ``meta["admissible"]``, or a rollout's
-            records).
+            records); a step with none is skipped.
         steps: which steps to intervene at (default: all).
         per_transition: at most this many items per transition and step (highest eta first).
     """
     rows: list[dict] = []
-    agent.scorer.reset()
-    for k, step, hist, block in replay_at(policy, task_of(traj), traj, range(traj.n_steps) if steps is None else steps):
-        if admissible[k]:
-            cands = list(admissible[k])
-            score = _state_scorer(agent, traj, hist, step.observation, cands)
-            probs = score(block)
-            best = argmax(probs)
-            live = policy.step_item_ids
-            bands = {r[0]: (r[1], r[3]) for r in block.record["arbiter"]["items"] if r[0] in live}  # id -> (bank, shown)
-            etas = {r[0]: r[4] for r in block.record["arbiter"]["items"]}
-            for name, (src, dst) in TRANSITIONS.items():
-                ids = sorted((i for i, (_, b) in bands.items() if b == src), key=lambda i: -etas[i])[:per_transition]
-                for item_id in ids:
-                    cf_block = policy.counterfactual({item_id: dst})
-                    row = {"task_id": traj.task_id, "step": k, "item": item_id, "bank": bands[item_id][0],
-                           "transition": name, "eta": etas[item_id], "chosen": cands[best]}
-                    if cf_block.working_memory == block.working_memory:
-                        rows.append(row | {"noop": True})
-                        continue
-                    cf = score(cf_block)
-                    rows.append(row | {"noop": False, "p": round(probs[best], 6), "p_cf": round(cf[best], 6),
-                                       "delta_p": round(cf[best] - probs[best], 6), "flipped": argmax(cf) != best})
+    agent.scorer.reset()  # one cached prefix per episode, carried from state to state (reuse_prefix)
+    wanted = [k for k in (range(traj.n_steps) if steps is None else steps) if admissible[k]]
+    for state in states_at(policy, task_of(traj), traj, wanted, admissible):
+        items = _item_rows(state)
+        edits = band_switch_edits(state, per_transition)
+        scored = rescore_many(agent, state, {f"{t} {i}": e for (t, i), e in edits.items()}, reuse_prefix=True)
+        for (name, item_id), r in zip(edits, scored.values()):
+            row = {"task_id": traj.task_id, "step": state.step, "item": item_id, "bank": items[item_id][1],
+                   "transition": name, "eta": items[item_id][4], "chosen": r.choice}
+            if r.noop:
+                rows.append(row | {"noop": True})
+                continue
+            rows.append(row | {"noop": False, "p": round(r.p_chosen, 6), "p_cf": round(r.p_chosen_edited, 6),
+                               "delta_p": round(r.delta_p, 6), "flipped": r.flipped})
     return rows
 
 
@@ -99,10 +98,9 @@ def summarize_band_switches(rows: Sequence[dict]) -> dict:
 
 def band_switches(lm, split: str, tasks: str, budget: int = 500, per_transition: int = 2,
                   steps_per_task: int = 6, cache_dir: str | Path | None = None) -> list[dict]:
-    """Beyond the paper (b): the band-switch re-scores (:func:`~workbench.methods.arbiter.causal.band_switch_effects`)
+    """Beyond the paper (b): the band-switch re-scores (:func:`band_switch_effects`)
     along the expert trajectories of ``tasks``, at ``steps_per_task`` evenly spread steps of each (each task's rows
     kept in ``cache_dir`` as it finishes; None keeps nothing)."""
-    pass
     cache = TaskCache(cache_dir, "band_switches", analysis_key(lm, split=split, budget=budget,
                                                                 per_transition=per_transition,
                                                                 steps_per_task=steps_per_task))

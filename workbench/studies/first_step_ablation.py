@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from statistics import mean
 
-from workbench.agents.counterfactual import argmax
+from workbench.agents.edits import ClearMemory, DropBank, Edit, ShowOnly
 from workbench.agents.loop import Agent
-from workbench.agents.policy import MemoryBlock, replay_at
+from workbench.agents.rescore import State, rescore_many, states_at
 from workbench.eval.config import policy_for, select_tasks
 from workbench.eval.task_cache import (
     TaskCache,
@@ -19,25 +19,16 @@ from workbench.eval.task_cache import (
     rows_per_episode,
 )
 from workbench.memory.trajectory import Trajectory
-from workbench.studies.band_switches import _state_scorer
 
-__all__ = ["first_step_ablation", "summarize_first_step_ablation"]
+__all__ = ["first_step_edits", "first_step_ablation", "summarize_first_step_ablation"]
 
 
-def _first_step_variants(block) -> dict:
-    """The step-0 blocks :func:`first_step_ablation` scores: P_t as shown, without each bank it shows (the
+def first_step_edits(state: State) -> dict[str, list[Edit]]:
+    """The step-0 edit sets :func:`first_step_ablation` scores: P_t as shown, without each bank it shows (the
     bank's header and items), with no item (the working-memory layout alone: goal, an empty block, the
     observation) and the ReAct prompt (no working memory, no history: the action agent alone's step 0)."""
-    from dataclasses import replace
-
-    wm = tuple(block.working_memory)
-    banks = list(dict.fromkeys(p.bank for p in wm if p.kind == "wm_item" and p.bank))
-    out = {"as shown": block}
-    for b in banks:
-        out[f"no {b}"] = replace(block, working_memory=tuple(p for p in wm if p.bank != b))
-    out["no items"] = replace(block, working_memory=tuple(p for p in wm if p.kind in ("wm_open", "wm_close")))
-    out["react"] = MemoryBlock()
-    return out
+    return {"as shown": [], **{f"no {b}": [DropBank(b)] for b in state.banks}, "no items": [ShowOnly(())],
+            "react": [ClearMemory()]}
 
 
 def first_step_ablation(lm, cfg, trajs: Sequence[Trajectory], reference: Sequence[Trajectory],
@@ -49,7 +40,8 @@ def first_step_ablation(lm, cfg, trajs: Sequence[Trajectory], reference: Sequenc
     a first action that differs from the reference run's (``reference``: the action agent alone's episodes of
     the same tasks) comes from the layout or from those first items. For each episode of run ``cfg``
     (``decode="score"``) whose first action differs from the reference's on its task, the policy is replayed to
-    step 0 and the state is scored over its admissible commands with each of :func:`_first_step_variants`.
+    step 0 and the state is scored over its admissible commands with each of :func:`first_step_edits`
+    (:func:`~workbench.agents.rescore.rescore_many`, through the agent's cached prefix as the tables were made).
 
     Returns:
         One row per such episode: ``task_id``, ``task_type``, ``success``, ``recorded`` (the run's first action),
@@ -68,12 +60,11 @@ def first_step_ablation(lm, cfg, trajs: Sequence[Trajectory], reference: Sequenc
     def analyse(traj: Trajectory, steps: list[int]) -> list[dict]:
         cands = admissible_along(game(), tasks[traj.task_id], [])[0]
         mine: list[dict] = []
-        for k, step, history, block in replay_at(policy_for(cfg), tasks[traj.task_id], traj, steps):
-            score = _state_scorer(agent, traj, history, step.observation, cands)
+        for state in states_at(policy_for(cfg), tasks[traj.task_id], traj, steps, {0: cands}):
             row = {"task_id": traj.task_id, "task_type": traj.task_type, "success": traj.success,
-                   "recorded": step.action}
-            for name, variant in _first_step_variants(block).items():
-                row[name] = cands[argmax(score(variant))]
+                   "recorded": state.action}
+            for name, r in rescore_many(agent, state, first_step_edits(state), reuse_prefix=True).items():
+                row[name] = r.edited_command
             mine.append(row)
         return mine
 

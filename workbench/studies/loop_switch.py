@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from statistics import mean
 
-from workbench.agents.counterfactual import argmax
+from workbench.agents.edits import SetBand
 from workbench.agents.loop import Agent
-from workbench.agents.policy import replay_at
+from workbench.agents.rescore import rescore, states_at
 from workbench.envs.alfworld_text import normalize
 from workbench.eval.config import policy_for, select_tasks
 from workbench.eval.task_cache import (
@@ -20,7 +20,6 @@ from workbench.eval.task_cache import (
     rows_per_episode,
 )
 from workbench.memory.trajectory import Trajectory
-from workbench.studies.band_switches import _state_scorer
 
 __all__ = ["loop_steps", "loop_episodic_switch", "summarize_loop_switch"]
 
@@ -42,7 +41,8 @@ def loop_episodic_switch(lm, cfg, trajs: Sequence[Trajectory], per_episode: int 
     them. For each failed episode of run ``cfg`` (``decode="score"``), at its first ``per_episode``
     :func:`loop_steps`, the game is replayed along the episode to the step for its admissible commands, the
     policy is replayed to the same state, and the state is scored with P_t as shown and again with every hidden
-    Episodic item brought back focal (one counterfactual block, under the same budget).
+    Episodic item brought back focal (one edit set of ``SetBand(item, "F")``: one block, under the same budget;
+    :func:`~workbench.agents.rescore.rescore`, through the agent's cached prefix as the tables were made).
 
     Returns:
         One row per state: ``task_id``, ``step``, ``recorded`` (the run's action), ``chosen`` (the factual arg-max
@@ -64,27 +64,21 @@ def loop_episodic_switch(lm, cfg, trajs: Sequence[Trajectory], per_episode: int 
     def analyse(traj: Trajectory, steps: list[int]) -> list[dict]:
         actions = traj.actions()
         admissible = admissible_along(game(), tasks[traj.task_id], actions[:max(steps)])
-        policy = policy_for(cfg)
         mine: list[dict] = []
-        for k, step, history, block in replay_at(policy, tasks[traj.task_id], traj, steps):
-            cands = admissible[k]
-            score = _state_scorer(agent, traj, history, step.observation, cands)
-            probs = score(block)
-            best = argmax(probs)
-            live = policy.step_item_ids
-            hidden = sorted(r[0] for r in block.record["arbiter"]["items"]
+        for state in states_at(policy_for(cfg), tasks[traj.task_id], traj, steps, admissible):
+            k = state.step
+            live = state.policy.step_item_ids
+            hidden = sorted(r[0] for r in state.block.record["arbiter"]["items"]
                             if r[0] in live and r[1] == "episodic" and r[3] == "H")
+            r = rescore(agent, state, [SetBand(i, "F") for i in hidden], reuse_prefix=True)  # none hidden: a noop
             loop = [actions[k - 1], actions[k]]
-            row = {"task_id": traj.task_id, "step": k, "recorded": step.action, "chosen": cands[best],
-                   "replayed_same": normalize(cands[best]) == normalize(step.action), "loop": loop,
-                   "switched": hidden}
-            cf_block = policy.counterfactual({i: "F" for i in hidden}) if hidden else block
-            row["noop"] = cf_block.working_memory == block.working_memory
-            if not row["noop"]:
-                cf = score(cf_block)
-                alt = argmax(cf)
-                row.update(p=round(probs[best], 6), p_cf=round(cf[best], 6), cf_choice=cands[alt],
-                           flipped=alt != best, leaves_loop=normalize(cands[alt]) not in {normalize(a) for a in loop})
+            row = {"task_id": traj.task_id, "step": k, "recorded": state.action, "chosen": r.choice,
+                   "replayed_same": normalize(r.choice) == normalize(state.action), "loop": loop,
+                   "switched": hidden, "noop": r.noop}
+            if not r.noop:
+                row.update(p=round(r.p_chosen, 6), p_cf=round(r.p_chosen_edited, 6), cf_choice=r.edited_command,
+                           flipped=r.flipped,
+                           leaves_loop=normalize(r.edited_command) not in {normalize(a) for a in loop})
             mine.append(row)
         return mine
 

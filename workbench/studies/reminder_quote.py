@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from statistics import mean
 
+from workbench.agents.edits import PLACEBO_TEXT, EditError, PlaceboReminder
 from workbench.agents.loop import Agent
 from workbench.agents.policy import replay_at
 from workbench.envs.alfworld_text import normalize
@@ -14,7 +15,6 @@ from workbench.eval.config import policy_for, select_tasks
 from workbench.eval.task_cache import TaskCache, analysis_key, rows_per_episode
 from workbench.models.generation import PrefixGenerator
 from workbench.studies.failure_ablation import UNQUOTED
-from workbench.studies.reminder_attention import PLACEBO_TEXT, placebo_prompt
 
 __all__ = ["REMINDER_ABLATIONS", "reminder_quote_ablation", "summarize_reminder_quote"]
 
@@ -31,6 +31,15 @@ def _reminder_cache(cache_dir, name: str, lm, cfg, **params):
         triggers=list(cfg.triggers), backend=cfg.backend, placebo=PLACEBO_TEXT, **params))
 
 
+def _placebo(prompt, block, tokenizer):
+    """``prompt`` with its reminder's words replaced by the placebo's (the one algorithm: ``PlaceboReminder``),
+    or None where it shows no reminder with words to replace."""
+    try:
+        return PlaceboReminder().edit_prompt(prompt, block, tokenizer)
+    except EditError:
+        return None
+
+
 def reminder_quote_ablation(lm, cfg, trajs: Sequence, cache_dir: str | Path | None = None) -> list[dict]:
     """After a failed command, the agent that writes its actions writes it again far more often with the memory
     agent's reminder than without it. Is that the reminder quoting the command (a command in the prompt is a
@@ -39,9 +48,9 @@ def reminder_quote_ablation(lm, cfg, trajs: Sequence, cache_dir: str | Path | No
     At every reminder step of written-action run ``cfg`` (``decode="generate-verbatim"``) whose previous command
     failed, the memory agent is replayed along the episode to the same reminder, and the action is written again
     (greedy, one :class:`~workbench.models.generation.PrefixGenerator` per episode) from the prompt as played; with
-    the failed command written as :data:`~workbench.methods.arbiter.causal.UNQUOTED` wherever the reminder
+    the failed command written as :data:`~workbench.studies.failure_ablation.UNQUOTED` wherever the reminder
     quotes it (``unquoted``; the rest of the reminder kept); with the reminder's words replaced token for token by
-    the content-free :data:`PLACEBO_TEXT` (``placebo``: same positions and length, :func:`placebo_prompt`); and
+    the content-free :data:`PLACEBO_TEXT` (``placebo``: same positions and length, ``PlaceboReminder``); and
     without the reminder line (``without``).
 
     Returns:
@@ -84,7 +93,7 @@ def reminder_quote_ablation(lm, cfg, trajs: Sequence, cache_dir: str | Path | No
 
             shown = with_reminder(block.reminder)
             prompts = {"as played": shown, "unquoted": with_reminder(quote.sub(UNQUOTED, reminder)),
-                       "placebo": placebo_prompt(shown, tok), "without": with_reminder(None)}
+                       "placebo": _placebo(shown, block, tok), "without": with_reminder(None)}
             row = {"task_id": traj.task_id, "step": k, "failed": failed, "recorded": step.action,
                    "reminder": reminder, "quoted": bool(quote.search(reminder))}
             for name, prompt in prompts.items():

@@ -15,9 +15,9 @@ from workbench.attention.supervision import (
     template_segment,
 )
 from workbench.envs.base import Task
-from workbench.methods.agmr.stage_types import RetrievalAnalyzerInput
 from workbench.llm import get_backend, run_stage
 from workbench.memory.trajectory import Trajectory
+from workbench.methods.agmr.stage_types import RetrievalAnalyzerInput
 from workbench.prompts.layout import BuiltPrompt, PromptBuilder
 
 __all__ = ["StepTransition", "step_transitions", "task_transitions", "teacher_forced_prompt", "build_step_level", "build_task_level"]

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from statistics import mean
 
-from workbench.agents.counterfactual import argmax, is_warning, mentioned_commands
+from workbench.agents.counterfactual import is_warning, mentioned_commands
 from workbench.agents.counterfactual import named_commands as named
+from workbench.agents.edits import (
+    Edit,
+    PlaceboReminder,
+    RemoveReminder,
+    ReplaceReminder,
+)
 from workbench.agents.loop import Agent
-from workbench.agents.policy import replay_at
+from workbench.agents.rescore import State, rescore_many, states_at
 from workbench.envs.alfworld_text import normalize
 from workbench.eval.compare import mcnemar_exact
 from workbench.eval.config import policy_for, select_tasks
@@ -19,11 +26,9 @@ from workbench.eval.task_cache import (
     require_score,
     rows_per_episode,
 )
-from workbench.models.scoring import ActionScorer
-from workbench.studies.reminder_attention import placebo_prompt
 from workbench.studies.reminder_quote import _reminder_cache
 
-__all__ = ["WARNING_ABLATIONS", "UNNAMED", "warning_pull_ablation", "summarize_warning_pull"]
+__all__ = ["WARNING_ABLATIONS", "UNNAMED", "warning_edits", "warning_pull_ablation", "summarize_warning_pull"]
 
 
 #: What :func:`warning_pull_ablation` scores at each warning state.
@@ -43,6 +48,25 @@ def _warned(reminder: str, cands: Sequence[str]) -> list[str]:
     return named(reminder, mentioned_commands(reminder, cands)) if is_warning(reminder) else []
 
 
+def _reminder(text: str) -> Edit:
+    return ReplaceReminder(text) if text else RemoveReminder()  # an emptied line is no line
+
+
+def warning_edits(state: State, warned: Sequence[str]) -> dict[str, list[Edit]]:
+    """The edit sets of :data:`WARNING_ABLATIONS` at a state whose reminder warns against ``warned`` (``no memory``
+    only where the reminder carries bank facts)."""
+    reminder = state.block.reminder or ""
+    bare = re.sub(_MEMORY_FACTS, "", reminder)
+    unnamed = reminder
+    for c in sorted(warned, key=len, reverse=True):
+        unnamed = re.sub(r"(['\"]?)" + re.escape(c) + r"\1", UNNAMED, unnamed, flags=re.I)
+    sets = {"as played": [], "no memory": [_reminder(bare)], "unnamed": [_reminder(unnamed)],
+            "placebo": [PlaceboReminder()], "without": [RemoveReminder()]}
+    if bare == reminder:
+        del sets["no memory"]
+    return sets
+
+
 def warning_pull_ablation(lm, cfg, trajs: Sequence, cache_dir: str | Path | None = None) -> list[dict]:
     """A scoring agent never fails a command, so the memory agent's warnings are loop warnings that name the
     loop's commands ("Stop repeating: you are cycling through 'go to shelf 1' -> 'go to desk 1'. ..."), and the
@@ -56,7 +80,9 @@ def warning_pull_ablation(lm, cfg, trajs: Sequence, cache_dir: str | Path | None
     state is scored with each of :data:`WARNING_ABLATIONS`: as played; ``no memory``, the reminder without its
     trailing bank facts (``Memory: ...``; the advisor ablation's reminder; only where it has them); ``unnamed``,
     each command it names written as :data:`UNNAMED`; ``placebo``, its words replaced token for token by
-    :data:`PLACEBO_TEXT` (:func:`placebo_prompt`); ``without``, no reminder line.
+    :data:`~workbench.agents.edits.PLACEBO_TEXT` (``PlaceboReminder``); ``without``, no reminder line
+    (:func:`warning_edits`, scored by :func:`~workbench.agents.rescore.rescore_many` through the agent's cached
+    prefix as the tables were made).
 
     Returns:
         One row per state: ``task_id``, ``step``, ``recorded`` (the run's action), ``reminder``, ``warned`` (the
@@ -66,9 +92,6 @@ def warning_pull_ablation(lm, cfg, trajs: Sequence, cache_dir: str | Path | None
 
     Each episode's rows are kept in ``cache_dir`` as they finish (:mod:`workbench.eval.task_cache`).
     """
-    import re
-    from dataclasses import replace
-
     require_score(cfg, "warning_pull_ablation")
     tasks = {t.task_id: t for t in select_tasks(cfg)}
     cache = _reminder_cache(cache_dir, "warning_pull", lm, cfg, variants=list(WARNING_ABLATIONS), unnamed=UNNAMED)
@@ -84,36 +107,26 @@ def warning_pull_ablation(lm, cfg, trajs: Sequence, cache_dir: str | Path | None
     def analyse(traj, steps: list[int]) -> list[dict]:
         admissible = admissible_along(game(), tasks[traj.task_id], traj.actions()[:max(steps)])
         mine: list[dict] = []
-        for k, step, history, block in replay_at(policy_for(cfg), tasks[traj.task_id], traj, steps):
-            cands, reminder = admissible[k], block.reminder or ""
+        for state in states_at(policy_for(cfg), tasks[traj.task_id], traj, steps, admissible):
+            cands, reminder = list(state.candidates), state.block.reminder or ""
             warned = _warned(reminder, cands)
             warned_n = {normalize(c) for c in warned}
-
-            def with_reminder(text: str | None):  # the state's prompt with this reminder line (None: none)
-                return agent.build_prompt(replace(block, reminder=text), traj.initial_observation, traj.goal,
-                                          history, step.observation)
-
-            shown = with_reminder(reminder)
-            bare = re.sub(_MEMORY_FACTS, "", reminder)
-            unnamed = reminder
-            for c in sorted(warned, key=len, reverse=True):
-                unnamed = re.sub(r"(['\"]?)" + re.escape(c) + r"\1", UNNAMED, unnamed, flags=re.I)
-            prompts = {"as played": shown, "no memory": with_reminder(bare) if bare != reminder else None,
-                       "unnamed": with_reminder(unnamed), "placebo": placebo_prompt(shown, lm.tokenizer),
-                       "without": with_reminder(None)}
-            row = {"task_id": traj.task_id, "step": k, "recorded": step.action, "reminder": reminder,
-                   "warned": warned, "has_memory": bare != reminder}
-            for name, prompt in prompts.items():
-                if prompt is None or not warned:
+            sets = warning_edits(state, warned)
+            row = {"task_id": traj.task_id, "step": state.step, "recorded": state.action, "reminder": reminder,
+                   "warned": warned, "has_memory": "no memory" in sets}
+            scored = rescore_many(agent, state, sets, reuse_prefix=True) if warned else {}
+            for name in WARNING_ABLATIONS:
+                if name not in scored:
                     row[name] = row[f"{name}|warned"] = row[f"{name}|p_warned"] = None
                     continue
-                probs = ActionScorer.normalise(agent.decide(prompt, cands).scores)
-                choice = cands[argmax(probs)]
-                row[name] = choice
-                row[f"{name}|warned"] = normalize(choice) in warned_n
-                row[f"{name}|p_warned"] = round(sum(p for c, p in zip(cands, probs) if normalize(c) in warned_n), 6)
-            row["replayed_same"] = (reminder == traj.meta["steps"][k].get("reminder") and row["as played"] is not None
-                                    and normalize(row["as played"]) == normalize(step.action))
+                r = scored[name]
+                row[name] = r.edited_command
+                row[f"{name}|warned"] = normalize(r.edited_command) in warned_n
+                row[f"{name}|p_warned"] = round(sum(p for c, p in zip(cands, r.p_edited) if normalize(c) in warned_n),
+                                                6)
+            row["replayed_same"] = (reminder == traj.meta["steps"][state.step].get("reminder")
+                                    and row["as played"] is not None
+                                    and normalize(row["as played"]) == normalize(state.action))
             mine.append(row)
         return mine
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import sys
+from dataclasses import replace
+from pathlib import Path
+
 import pytest
 
 from workbench.agents.loop import Agent
@@ -10,6 +14,9 @@ from workbench.methods.arbiter import ArbiterPolicy
 from workbench.methods.arbiter.assembly import block_text
 from workbench.studies.band_switches import band_switch_effects, summarize_band_switches
 from workbench.training.layouts import task_of
+
+sys.path.insert(0, str(Path(__file__).parents[2] / "agents"))  # rescore_tiny: the planted memory-copying model
+from rescore_tiny import ANSWER, PLACES, ToyWorkingMemory, build_copy_lm, episode  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -39,17 +46,47 @@ def test_counterfactual_moves_one_item_and_leaves_the_policy_as_it_was(expert):
         pol.counterfactual({"Z9": "F"})
 
 
-def test_band_switch_effects_rescore_the_same_state(tiny_lm, expert):
+def test_band_switch_effects_move_the_arbiters_items_through_its_own_reassembly(tiny_lm, expert):
     agent = Agent.from_model(tiny_lm)
     rows = band_switch_effects(agent, ArbiterPolicy(budget=500), expert, expert.meta["admissible"], steps=[2, 3],
                                per_transition=2)
     scored = [r for r in rows if not r["noop"]]
     assert scored and {r["transition"] for r in scored} >= {"F->A", "A->H"}
+    assert {r["step"] for r in rows} == {2, 3} and len({(r["step"], r["item"]) for r in rows}) == len(rows)
     for r in scored:
-        assert r["step"] in (2, 3) and 0 <= r["p"] <= 1 and 0 <= r["p_cf"] <= 1
-        assert r["delta_p"] == pytest.approx(r["p_cf"] - r["p"], abs=1e-5)
+        assert 0 <= r["p"] <= 1 and 0 <= r["p_cf"] <= 1 and r["chosen"] in expert.meta["admissible"][r["step"]]
     summary = summarize_band_switches(rows)
     assert summary[f"all|{scored[0]['transition']}"]["n"] >= 1
+
+
+class _ToyArbiter(ToyWorkingMemory):
+    """The planted model's toy working memory as band_switch_effects reads a MemArbiter policy: each step's item
+    rows ``[id, bank, gate band, shown band, eta, transition]`` in the block's record, and the ids it may move."""
+
+    ETAS = {"R1": 0.9, "R2": 0.8, "E1": 0.7, "E2": 0.6}
+
+    @property
+    def step_item_ids(self) -> set[str]:
+        return {i for _, i, *_ in self.items}
+
+    def memory(self, step, history):
+        rows = [[i, bank, band, band, self.ETAS[i], f"{band}->{band}"] for bank, i, _, _, band in self.items]
+        return replace(super().memory(step, history), record={"arbiter": {"items": rows}})
+
+
+def test_band_switches_find_the_focal_answer_item_on_the_planted_model():
+    """Moving the item that names the answer out of focus (F->A: its ambient text names no place) takes the
+    planted head's copy away: p(answer) falls and the choice flips; moving the items that name nothing barely
+    moves it."""
+    agent = Agent.from_model(build_copy_lm())
+    rows = band_switch_effects(agent, _ToyArbiter(), episode(), [PLACES] * 3, steps=[1], per_transition=2)
+    by = {(r["transition"], r["item"]): r for r in rows}
+    assert set(by) == {("F->A", "R1"), ("F->A", "E1"), ("A->H", "R2"), ("H->F", "E2")}  # eta order, 2 per transition
+    answer = by[("F->A", "R1")]
+    assert answer["chosen"] == ANSWER and answer["delta_p"] < -0.3 and answer["flipped"]
+    for key in (("F->A", "E1"), ("A->H", "R2"), ("H->F", "E2")):
+        assert not by[key]["noop"] and abs(by[key]["delta_p"]) < 0.05 * -answer["delta_p"] and not by[key]["flipped"]
+    assert summarize_band_switches(rows)["reference|F->A"]["mean_delta_p"] == answer["delta_p"]
 
 
 @pytest.mark.game
@@ -76,7 +113,7 @@ def test_failure_memory_ablation_rewrites_the_action_without_the_failure_items(t
     assert repeated_failures(traj) == [3]  # step 4 fails too, but does not repeat step 3's command
     cfg = RunConfig(out=str(tmp_path / "v"), model="tiny", memory="arbiter", budget=500, split="valid_unseen",
                     tasks="all", decode="generate-verbatim")
-    import workbench.studies.failure_ablation as generation  # the study looks generate_action up here
+    import workbench.studies.failure_ablation as generation  # where the study looks generate_action up
 
     prompts, real = [], generation.generate_action
 
@@ -173,8 +210,8 @@ def test_first_step_ablation_scores_step_0_without_each_bank_without_items_and_a
     from workbench.eval.config import RunConfig, select_tasks
     from workbench.memory.trajectory import Step, Trajectory
     from workbench.studies.first_step_ablation import (
-        _first_step_variants,
         first_step_ablation,
+        first_step_edits,
         summarize_first_step_ablation,
     )
 
@@ -191,14 +228,16 @@ def test_first_step_ablation_scores_step_0_without_each_bank_without_items_and_a
     assert len(rows) == 1
     row = rows[0]
     assert (row["recorded"], row["react_first"], row["success"]) == (expert.steps[0].action, other, expert.success)
-    from workbench.agents.policy import replay_at
+    from workbench.agents.rescore import apply_edits, state_at
     from workbench.eval.config import policy_for
 
-    block = next(replay_at(policy_for(cfg), task, expert, [0]))[3]
-    variants = _first_step_variants(block)
-    shown = {p.bank for p in block.working_memory if p.kind == "wm_item"}
+    state = state_at(policy_for(cfg), task, expert, 0, expert.meta["admissible"][0])
+    variants = {name: apply_edits(Agent.from_model(tiny_lm), state, edits).block
+                for name, edits in first_step_edits(state).items()}
+    shown = {p.bank for p in state.block.working_memory if p.kind == "wm_item"}
     assert set(variants) == {"as shown", "no items", "react"} | {f"no {b}" for b in shown}
     assert "goal" in shown and "react" in row and all(row[k] for k in variants)
+    assert variants["as shown"] == state.block
     assert [p.kind for p in variants["no items"].working_memory] == ["wm_open", "wm_close"]
     assert variants["react"] == MemoryBlock() and "goal" not in {p.bank for p in variants["no goal"].working_memory}
     summary = summarize_first_step_ablation(rows)

@@ -28,22 +28,26 @@ def test_the_table_carries_the_reminder_re_score():
 
 
 def test_the_placebo_keeps_every_position_and_replaces_only_the_reminders_words(tiny_lm):
+    from workbench.agents.edits import EditError, PlaceboReminder
+    from workbench.agents.policy import MemoryBlock
     from workbench.memory.trajectory import Step
     from workbench.prompts.layout import PromptBuilder
-    from workbench.studies.reminder_attention import placebo_prompt
 
     b = PromptBuilder(tiny_lm.tokenizer, 4096)
     hist = [Step(observation="You arrive at drawer 1.", action="open drawer 1")]
+    said = "drawer 1 failed twice; go to desk 1 instead."
     real = b.build("You are in a room.", "put a pen in shelf.", hist, final_observation="Nothing happens.",
-                   reminder="drawer 1 failed twice; go to desk 1 instead.")
-    fake = placebo_prompt(real, tiny_lm.tokenizer)
+                   reminder=said)
+    fake = PlaceboReminder().edit_prompt(real, MemoryBlock(reminder=said), tiny_lm.tokenizer)
     assert (fake.n_tokens, len(fake.prefix), fake.spans) == (real.n_tokens, len(real.prefix), real.spans)
     start, end = real.kind_span("reminder")
     assert fake.tokens[:start] == real.tokens[:start] and fake.tokens[end - 1:] == real.tokens[end - 1:]
     said, placebo = (tiny_lm.tokenizer.decode(p.tokens[start:end]) for p in (real, fake))
-    assert said.startswith("Reminder:") and placebo.startswith("Reminder:") and "Reminder: Keep working on the task" in placebo
+    assert said.startswith("Reminder:") and placebo.startswith("Reminder: Keep working on the task")
     assert "drawer" not in placebo and "desk" not in placebo
-    assert placebo_prompt(b.build("You are in a room.", "put a pen in shelf.", hist), tiny_lm.tokenizer) is None
+    with pytest.raises(EditError, match="shows no reminder"):
+        PlaceboReminder().edit_prompt(b.build("You are in a room.", "put a pen in shelf.", hist), MemoryBlock(),
+                                      tiny_lm.tokenizer)
 
 
 @pytest.mark.game
