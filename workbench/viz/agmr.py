@@ -16,8 +16,8 @@ from matplotlib.figure import Figure
 
 from workbench.envs.memory_base import default_memory_base
 from workbench.memory.base import MemoryBase
-from workbench.methods.agmr.evaluate import recorded_verifier
 from workbench.methods.agmr.refine_folder import load_executions, load_log
+from workbench.methods.agmr.verify import recorded_verifier
 from workbench.viz.utilization import (
     episode_utilization_figure,
     figure_image,

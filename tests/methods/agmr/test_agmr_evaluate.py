@@ -16,16 +16,16 @@ from agmr_builders import (
 
 from workbench.envs.base import Task
 from workbench.memory.trajectory import append_jsonl
-from workbench.methods.agmr import (
-    recorded_verifier,
+from workbench.methods.agmr import recorded_verifier
+from workbench.methods.agmr.refine_config import RefineConfig
+from workbench.methods.agmr.refine_folder import load_log, prepare, refine_paths
+from workbench.studies.agmr_grids import agmr_configs
+from workbench.studies.agmr_scenarios import (
     refined_share,
     refinement_cases,
     scenario_groups,
     success_by_scenario,
 )
-from workbench.methods.agmr.refine_config import RefineConfig
-from workbench.methods.agmr.refine_folder import load_log, prepare, refine_paths
-from workbench.studies.agmr_grids import agmr_configs
 from workbench.viz import (
     refinement_case_figure,
     scenario_distribution_figure,

@@ -13,15 +13,6 @@ from workbench.memory.base import MemoryBase
 from workbench.methods.agmr import stages  # noqa: F401  (registers its LLM stages and offline algorithms)
 from workbench.methods.agmr.awm import WorkflowMemory, instantiate
 from workbench.methods.agmr.dc import DynamicCheatsheet
-from workbench.methods.agmr.evaluate import (
-    SCENARIOS,
-    model_verifier,
-    recorded_verifier,
-    refined_share,
-    refinement_cases,
-    scenario_groups,
-    success_by_scenario,
-)
 from workbench.methods.agmr.records import OUTCOMES, Attempt, Execution, TaskRecord
 from workbench.methods.agmr.refine import Refiner, execute, refine
 from workbench.methods.agmr.refine_config import VARIANTS, RefineConfig, RefinementError
@@ -31,8 +22,9 @@ from workbench.methods.agmr.refine_folder import (
     load_log,
     refine_stats,
 )
+from workbench.methods.agmr.verify import model_verifier, recorded_verifier
 
-__all__ = ["WorkflowMemory", "instantiate", "DynamicCheatsheet", "execute", "RefineConfig", "RefinementError", "Refiner", "Execution", "Attempt", "TaskRecord", "refine", "refine_stats", "load_log", "load_executions", "REFINE_DIR", "VARIANTS", "OUTCOMES", "SCENARIOS", "model_verifier", "recorded_verifier", "refined_share", "refinement_cases", "scenario_groups", "success_by_scenario"]
+__all__ = ["WorkflowMemory", "instantiate", "DynamicCheatsheet", "execute", "RefineConfig", "RefinementError", "Refiner", "Execution", "Attempt", "TaskRecord", "refine", "refine_stats", "load_log", "load_executions", "REFINE_DIR", "VARIANTS", "OUTCOMES", "model_verifier", "recorded_verifier"]
 
 
 class BaselineOptions(BackendOptions, MemoryBaseOptions):
