@@ -29,7 +29,7 @@ NOTEBOOK = {
         "from workbench.viz import arbiter_explorer, proactive_explorer",
         'arbiter_explorer(read_jsonl("arbiter.jsonl", Trajectory))',
         'proactive_explorer(read_jsonl("proactive.jsonl", Trajectory))',
-        "from workbench.attention import load_utilization\nfrom workbench.viz import utilization_explorer\n"
+        "from workbench.methods.agmr.recording import load_utilization\nfrom workbench.viz import utilization_explorer\n"
         'utilization_explorer(load_utilization("utilization.jsonl"))',
         "from workbench.methods.agmr import recorded_verifier\nfrom workbench.viz import refinement_explorer\n"
         'refinement_explorer("refined", verify=recorded_verifier("refined"), copy="refined-copy")')],
