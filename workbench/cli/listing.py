@@ -9,8 +9,8 @@ from pathlib import Path
 import yaml
 
 import workbench
-from workbench.agents.policy import list_policies, policy_options
-from workbench.llm.registry import list_backends
+from workbench.agents.policy import POLICIES, list_policies, policy_options
+from workbench.llm.registry import BACKENDS, list_backends
 from workbench.models.registry import get_model_spec, list_models
 
 __all__ = ["add_parser", "cmd_list", "GRIDS_DIR", "grid_files"]
@@ -45,9 +45,10 @@ def _rows(what: str) -> list[tuple[str, str]]:
     if what == "models":
         return [(name, getattr(get_model_spec(name), "description", "")) for name in list_models()]
     if what == "memory":
-        return [(name, f"options: {', '.join(policy_options(name)) or 'none'}") for name in list_policies()]
+        return [(name, f"{POLICIES.entry(name).doc} (options: {', '.join(policy_options(name)) or 'none'})".lstrip())
+                for name in list_policies()]
     if what == "backends":
-        return [(name, "") for name in list_backends()]
+        return [(name, BACKENDS.entry(name).doc) for name in list_backends()]
     rows = []
     for path in grid_files():
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
