@@ -13,7 +13,8 @@ from workbench.eval.config import RunConfig
 from workbench.eval.run_folder import check_resume, identity_diff, load_run
 
 ROOT = Path(__file__).resolve().parents[2]
-RUNS = sorted(p.parent for p in (ROOT / "runs").rglob("config.json")
+TRACKED = ("full", "full-bfloat16", "dagger")  # the run folders git keeps (.gitignore); the rest of runs/ is scratch
+RUNS = sorted(p.parent for root in TRACKED for p in (ROOT / "runs" / root).rglob("config.json")
               if "run" in json.loads(p.read_text()) and (p.parent / "trajectories.jsonl").exists())
 
 
