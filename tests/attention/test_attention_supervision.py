@@ -129,10 +129,10 @@ def test_records_round_trip_and_bad_files_name_file_record_field(tmp_path, build
     bad = dict(good, key_spans=[[0, len(good["token_ids"]) + 5]])
     missing = {k: v for k, v in good.items() if k != "target_action"}
     path.write_text("\n".join(json.dumps(x) for x in (good, bad)) + "\n")
-    with pytest.raises(TrajectoryFormatError, match=r"sup\.jsonl: record 2: .*key_spans"):
+    with pytest.raises(TrajectoryFormatError, match=r"sup\.jsonl: line 2: .*key_spans"):
         load_supervision(path)
     path.write_text(json.dumps(missing) + "\n")
-    with pytest.raises(TrajectoryFormatError, match=r"record 1: field 'target_action'"):
+    with pytest.raises(TrajectoryFormatError, match=r"line 1: field 'target_action'"):
         load_supervision(path)
     with pytest.raises(ValueError, match="q_t"):
         SupervisionRecord(**dict(good, key_spans=[[0, len(good["token_ids"])]]))

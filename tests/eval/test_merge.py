@@ -50,7 +50,7 @@ def test_mismatches_are_refused_and_nothing_is_written(tmp_path):
 
 def test_cli_merge_runs_reports_a_missing_folder(tmp_path, capsys):
     assert main(["merge-runs", str(tmp_path / "nope"), "--out", str(tmp_path / "o")]) == 2
-    assert "no config.json" in capsys.readouterr().err
+    assert "nope: no such run folder" in capsys.readouterr().err
 
 
 def _tf_part(folder, tasks, memory="traj", model="m"):
@@ -80,8 +80,11 @@ def test_teacher_forcing_of_halves_merges_into_that_of_all(tmp_path):
         ids = list(whole["per_task"])[sl]
         steps = [r for r in whole["per_step"] if r["task_id"] in ids]
         (tmp_path / name).mkdir()
+        n = sum(whole["per_task"][t][1] for t in ids)
+        result = {"accuracy": sum(whole["per_task"][t][0] for t in ids) / n, "n_steps": n, "n_tasks": len(ids),
+                  "mean_p_expert": sum(r["p_expert"] for r in steps) / n}
         (tmp_path / name / "teacher_forced.json").write_text(json.dumps({
-            "key": {**whole["key"], "tasks": f"{sl.start}:10:2"}, "result": {},
+            "key": {**whole["key"], "tasks": f"{sl.start}:10:2"}, "result": result,
             "per_task": {t: whole["per_task"][t] for t in ids}, "per_step": steps}))
     res = merge_teacher_forced([tmp_path / "odd", tmp_path / "even"], tmp_path / "merged", tasks="0:10")
     merged = json.loads((tmp_path / "merged" / "teacher_forced.json").read_text())

@@ -148,10 +148,10 @@ def test_malformed_trajectory_file_names_file_record_field(tmp_path):
     p = tmp_path / "t.jsonl"
     good = _traj("a", 1, True).model_dump_json()
     p.write_text(good + "\n" + good.replace('"goal":"g"', '"goal":5') + "\n")
-    with pytest.raises(TrajectoryFormatError, match=r"t\.jsonl: record 2: field 'goal'"):
+    with pytest.raises(TrajectoryFormatError, match=r"t\.jsonl: line 2: field 'goal'"):
         read_jsonl(p, Trajectory)
     p.write_text(good + "\n{not json\n" + good + "\n")
-    with pytest.raises(TrajectoryFormatError, match="record 2: not valid JSON"):
+    with pytest.raises(TrajectoryFormatError, match="line 2: not valid JSON"):
         read_jsonl(p, Trajectory)
 
 

@@ -38,5 +38,5 @@ def test_a_damaged_file_is_a_clear_error(tmp_path):
     cache = TaskCache(tmp_path, "a", {"model": "m"})
     cache.put("t1", 1)
     cache.path.write_text('{"task_id": "t1", "pay\n{"task_id": "t2", "payload": 2}\n')
-    with pytest.raises(ValueError, match="record 1: not valid JSON.*delete the file"):
+    with pytest.raises(ValueError, match="line 1: not valid JSON.*delete the file"):
         TaskCache(tmp_path, "a", {"model": "m"})

@@ -153,18 +153,18 @@ def test_build_from_trajectories_keeps_successes(tmp_path: Path) -> None:
     ("filename", "lines", "expected"),
     [
         (ENTRIES_FILE, ['{"entry_id": "a", "task_id": "t", "goal": "g"}', '{"entry_id": "b", "task_id": "t"}'],
-         "entries.jsonl: record 2: field 'goal': Field required"),
+         "entries.jsonl: line 2: field 'goal': Field required"),
         (ENTRIES_FILE,
          ['{"entry_id": "a", "task_id": "t", "goal": "g"}', '{"entry_id": "a", "task_id": "t", "goal": "h"}'],
-         "entries.jsonl: record 2: field 'entry_id': duplicate id 'a'"),
+         "entries.jsonl: line 2: field 'entry_id': duplicate id 'a'"),
         (ENTRIES_FILE, ['{"entry_id": "a", "task_id": "t", "goal": "g", "segmnts": []}'],
-         "entries.jsonl: record 1: field 'segmnts': Extra inputs"),
+         "entries.jsonl: line 1: field 'segmnts': Extra inputs"),
         (HISTORY_FILE, ['{"entry_id": "a", "version": 0, "entry": {"entry_id": "a", "task_id": "t", "goal": "g", '
                         '"version": 3}}'],
-         "history.jsonl: record 1: field 'entry': Value error, holds ('a', version 3)"),
-        (HISTORY_FILE, ["{oops", '{"entry_id": "a"}'], "history.jsonl: record 1: not valid JSON"),
+         "history.jsonl: line 1: field 'entry': Value error, holds ('a', version 3)"),
+        (HISTORY_FILE, ["{oops", '{"entry_id": "a"}'], "history.jsonl: line 1: not valid JSON"),
         (HISTORY_FILE, ['{"entry_id": "a", "version": "one", "entry": {}}'],
-         "history.jsonl: record 1: field 'version'"),
+         "history.jsonl: line 1: field 'version'"),
     ],
 )
 def test_malformed_store_names_file_record_field(

@@ -25,6 +25,8 @@ from workbench.cli import (
 )
 from workbench.eval.executor import JobError
 from workbench.eval.sweep_status import ConcurrentSweepError
+from workbench.files import FormatError
+from workbench.locks import FolderBusyError
 
 __all__ = ["build_parser", "main", "COMMANDS"]
 
@@ -37,7 +39,8 @@ dagger, proactive-sft), merge runs and render the reports (merge-runs, reproduce
 COMMANDS = (run, sweep, refine, memory, proactive_sft, dagger, merge_runs, experts, reproduce, heads, utilization,
             listing)
 # errors a user can fix from the message alone: one line on stderr and exit status 2, no traceback
-USER_ERRORS = (ValueError, FileNotFoundError, FileExistsError, JobError, ConcurrentSweepError)
+USER_ERRORS = (ValueError, FileNotFoundError, FileExistsError, JobError, ConcurrentSweepError, FormatError,
+               FolderBusyError, IsADirectoryError, NotADirectoryError, PermissionError)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -48,6 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
     """
     p = argparse.ArgumentParser(prog="workbench", description=DESCRIPTION)
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    p.add_argument("--debug", action="store_true", help="show the traceback of any error (a bug's, and a user "
+                   "error's too); without it an error is one line on stderr")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
         command.add_parser(sub)
@@ -70,8 +75,9 @@ def main(argv: list[str] | None = None) -> int:
         argv: the arguments (default: ``sys.argv[1:]``).
 
     Returns:
-        The exit status: 0, or 2 after a one-line error on stderr. Argparse errors (a bad choice, ``--out`` on a
-        file) exit with status 2 from the parser itself.
+        The exit status: 0; 2 after a one-line error on stderr (bad input: the message names the file, field and
+        fix); 3 after a one-line report of a bug (``--debug`` shows its traceback). Argparse errors (a bad choice,
+        ``--out`` on a file) exit with status 2 from the parser itself.
     """
     args = build_parser().parse_args(argv)
     handlers = {}
@@ -81,12 +87,22 @@ def main(argv: list[str] | None = None) -> int:
             handlers[signal.SIGINT] = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         return args.fn(args)
-    except USER_ERRORS as e:
-        print(f"workbench {args.command}: error: {e}", file=sys.stderr)
-        return 2
     except BrokenPipeError:  # `workbench list grids | head -1`: the reader left, which is no error of the command
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit flush does not raise again
         return 1
+    except USER_ERRORS as e:
+        if args.debug:
+            raise
+        print(f"workbench {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except Exception as e:  # a bug: one line, and where to see the rest
+        if args.debug:
+            raise
+        print(f"workbench {args.command}: internal error: {type(e).__name__}: {e} (a bug: rerun with "
+              f"`workbench --debug {args.command} ...` for the traceback, and report it)", file=sys.stderr)
+        return 3
     finally:
         for sig, old in handlers.items():
             signal.signal(sig, old)

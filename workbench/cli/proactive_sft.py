@@ -6,8 +6,13 @@ import argparse
 import json
 
 from workbench.cli._options import add_out, out_file
-from workbench.eval.run_folder import load_run
+from pathlib import Path
+
+from workbench.eval.run_folder import EPISODES_FILE, load_run
+from workbench.files import FormatError, read_jsonl_models
+from workbench.memory.trajectory import Trajectory
 from workbench.methods.proactive import export_sft
+from workbench.methods.proactive.sft import sft_examples
 
 __all__ = ["add_parser", "cmd_proactive_sft", "SFT_FILE"]
 
@@ -24,7 +29,17 @@ def cmd_proactive_sft(a: argparse.Namespace) -> int:
         0; errors are raised (``main`` turns them into exit status 2).
     """
     path = out_file(a.out, SFT_FILE, "proactive-sft", (".jsonl",))
-    trajs = [t for run in a.runs for t in load_run(run)[0]]
+    trajs = []
+    for run in a.runs:
+        rows = Path(run) / EPISODES_FILE
+        load_run(run)  # every file of the folder, strictly
+        for line, traj in read_jsonl_models(rows, Trajectory, torn_ok=True) if rows.exists() else []:
+            try:
+                sft_examples(traj)
+            except (ValueError, TypeError) as e:
+                raise FormatError(rows, str(e), where=f"line {line} (task {traj.task_id})",
+                                  fix="it is no episode of `workbench run --memory proactive`") from None
+            trajs.append(traj)
     print(json.dumps(export_sft(trajs, path) | {"out": str(path)}))
     return 0
 

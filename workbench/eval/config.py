@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from workbench.agents.loop import check_decode
 from workbench.agents.policy import POLICIES, build_policy, policy_options
@@ -12,10 +15,12 @@ from workbench.envs.base import Task
 from workbench.envs.selection import NO_TASKS, parse_task_slice
 from workbench.models.registry import DEFAULT_AGENT
 
-__all__ = ["DTYPES", "OPTION_FIELDS", "RunConfig", "select_tasks", "policy_for"]
+__all__ = ["DTYPES", "OPTION_FIELDS", "RunConfig", "RunIdentity", "MAX_STEPS", "select_tasks", "policy_for"]
 
 
 DTYPES = ("float32", "bfloat16")
+MAX_STEPS = 1000  # an episode's step limit at most (ALFWorld's own is 50)
+MAX_SEED = 2**32 - 1
 
 
 #: RunConfig fields that are memory-policy options (validated by the policy's own options model)
@@ -82,6 +87,7 @@ class RunConfig:
         return self.teacher_forcing_tasks or self.tasks
 
     def __post_init__(self) -> None:
+        self._check_types()
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype '{self.dtype}': expected one of {', '.join(DTYPES)}")
         check_decode(self.decode)
@@ -94,6 +100,31 @@ class RunConfig:
         if self.memory_base is not None and not (Path(self.memory_base) / "entries.jsonl").exists():
             raise ValueError(f"--memory-base {self.memory_base}: no memory base there (no entries.jsonl); pass a "
                              "folder `workbench refine --base-out` wrote, or leave it out for the default base")
+
+    def _check_types(self) -> None:
+        """Each field of its type and in its range (``--max-steps 1e30`` or ``"50"`` from a file are errors)."""
+        for name, lo, hi in (("max_steps", 1, MAX_STEPS), ("seed", 0, MAX_SEED)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+                raise ValueError(f"{name} {v!r}: expected a whole number from {lo} to {hi}")
+        for name in ("out", "env", "split", "tasks", "memory", "model", "retriever", "decode", "dtype"):
+            if not isinstance(getattr(self, name), str):
+                raise ValueError(f"{name} {getattr(self, name)!r}: expected a string")
+        for name in ("teacher_forcing", "record_admissible"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} {getattr(self, name)!r}: expected true or false")
+        for name in ("task_types", "backend_args", "triggers"):
+            v = getattr(self, name)
+            if isinstance(v, str) or not all(isinstance(x, str) for x in (v or ())):
+                raise ValueError(f"{name} {v!r}: expected a list of strings" +
+                                 (f" (e.g. [{v!r}])" if isinstance(v, str) else ""))
+
+    @classmethod
+    def from_identity(cls, out: str, identity: "RunIdentity | dict", **changes) -> "RunConfig":
+        """The configuration a run folder's ``config.json`` ``run`` record names (its fields checked)."""
+        ident = identity if isinstance(identity, RunIdentity) else RunIdentity.model_validate(identity)
+        d = ident.model_dump() | changes
+        return cls(out=out, **{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
 
     def _validate_options(self) -> None:
         """The memory policy's own options model checks the options this run sets and fills in its defaults; the
@@ -137,6 +168,39 @@ class RunConfig:
         d["backend_args"] = list(d["backend_args"])
         d["triggers"] = list(d["triggers"])
         return d
+
+
+class RunIdentity(BaseModel):
+    """A run's identity as ``config.json`` stores it (``RunConfig.identity()``), read strictly: each field of its
+    type and range; fields a folder predates take their defaults (a folder written before runs recorded their
+    dtype was played in float32)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, frozen=True)
+
+    env: str = "alfworld"
+    split: str = Field("valid_unseen", min_length=1)
+    tasks: str = Field("0:20", min_length=1)
+    memory: str = Field("traj", min_length=1)
+    model: str = Field(DEFAULT_AGENT, min_length=1)
+    retriever: str = "minilm"
+    max_steps: int = Field(50, ge=1, le=MAX_STEPS)
+    task_types: list[str] = []
+    teacher_forcing: bool = True
+    decode: str = "score"
+    seed: int = Field(0, ge=0, le=MAX_SEED)
+    dtype: Literal["float32", "bfloat16"] = "float32"
+    teacher_forcing_tasks: str | None = None
+    budget: int | None = Field(None, ge=1, le=1_000_000)
+    ablation: str | None = None
+    backend: str | None = None
+    backend_args: list[str] = []
+    interval: int | None = Field(None, ge=1, le=MAX_STEPS)
+    triggers: list[str] = []
+    record_admissible: bool = False
+    memory_base: str | None = None
+
+
+assert set(RunIdentity.model_fields) == {f.name for f in fields(RunConfig)} - {"out"}, "RunIdentity != RunConfig"
 
 
 def select_tasks(cfg: RunConfig, spec: str | None = None) -> list[Task]:

@@ -38,16 +38,25 @@ from workbench.eval.run_folder import (
     _episode_lines,
     batch_metrics,
     check_resume,
+    episode_lines,
+    read_episodes,
+    read_metrics,
     write_run_config,
 )
 from workbench.eval.sweep_status import refuse_live_folders
-from workbench.eval.teacher_forced import combine_teacher_forced, teacher_forced_key
+from workbench.eval.teacher_forced import (
+    TF_FILE,
+    combine_teacher_forced,
+    read_teacher_forced,
+    read_teacher_forced_parts,
+    teacher_forced_key,
+)
+from workbench.locks import folder_locks
 from workbench.memory.trajectory import (
     Trajectory,
     append_jsonl,
     atomic_write_text,
     cut_torn_tail,
-    iter_jsonl_dicts,
 )
 
 __all__ = ["drive", "check_all", "BatchReport", "PARTS_FILE"]
@@ -100,11 +109,11 @@ def _plan(cfg: RunConfig, resume: bool, defer: frozenset[str] = frozenset()) -> 
     if cfg.teacher_forcing:
         key = teacher_forced_key(cfg.model, cfg.dtype, cfg.method, cfg.split, cfg.tf_tasks)
         out = Path(cfg.out)
-        cached = json.loads((out / "teacher_forced.json").read_text()) if (out / "teacher_forced.json").exists() else {}
+        cached = read_teacher_forced(out / TF_FILE) if (out / TF_FILE).exists() else {}
         by_id = {t.task_id: t for t in (tasks if cfg.tf_tasks == cfg.tasks else select_tasks(cfg, cfg.tf_tasks))}
         order = [e.task_id for e in expert_trajectories_for(cfg.split) if e.task_id in by_id]
         if cached.get("key") != key:
-            parts = {d["part"]["task_id"]: d["part"] for d in iter_jsonl_dicts(out / PARTS_FILE) if d.get("key") == key}
+            parts = read_teacher_forced_parts(out / PARTS_FILE, key)
             todo = [by_id[t] for t in order if t not in parts]
     plan = _Plan(cfg, tasks, episodes, key, order, parts, todo)
     plan.left = len(episodes) + len(todo)
@@ -152,25 +161,23 @@ def _complete(plan: _Plan, t0: float) -> dict:
     out = Path(plan.cfg.out)
     rows = out / "trajectories.jsonl"
     order = {t.task_id: i for i, t in enumerate(plan.tasks)}
-    lines = [ln for ln in rows.read_text(encoding="utf-8").splitlines(keepends=True) if ln.strip()] if rows.exists() else []
-    ids = [json.loads(ln)["task_id"] for ln in lines]
+    found = episode_lines(rows)
+    ids, lines = [tid for _, tid, _ in found], [line + "\n" for _, _, line in found]
     ranked = sorted(range(len(lines)), key=lambda i: order.get(ids[i], len(order)))
     if ranked != list(range(len(lines))) or not rows.exists():  # (a teacher-forcing-only run: an empty file)
         atomic_write_text(rows, "".join(lines[i] for i in ranked))
-    trajs = [Trajectory.model_validate(d) for d in iter_jsonl_dicts(rows)]
+    trajs = read_episodes(out)
     metrics = batch_metrics(trajs) if plan.tasks else {"n_episodes": 0}  # tasks: none -> teacher forcing only
     metrics["wall_s_this_invocation"] = round(time.perf_counter() - t0, 1)
-    try:  # unchanged but for the wall time (a resume with nothing to play): keep the invocation that played
-        old = json.loads((out / "metrics.json").read_text())
-    except (OSError, json.JSONDecodeError):
-        old = None
+    # unchanged but for the wall time (a resume with nothing to play): keep the invocation that played
+    old = read_metrics(out) or None
     if plan.tf_key is not None:
         tf_path = out / "teacher_forced.json"
-        if plan.tf_todo or not tf_path.exists() or json.loads(tf_path.read_text()).get("key") != plan.tf_key:
+        if plan.tf_todo or not tf_path.exists() or read_teacher_forced(tf_path)["key"] != plan.tf_key:
             record = combine_teacher_forced(plan.tf_key, [plan.tf_parts[t] for t in plan.tf_order])
             atomic_write_text(tf_path, json.dumps(record, indent=1))
         (out / PARTS_FILE).unlink(missing_ok=True)
-        metrics["teacher_forced"] = json.loads(tf_path.read_text())["result"]
+        metrics["teacher_forced"] = read_teacher_forced(tf_path)["result"]
     if old is not None and ({**old, "wall_s_this_invocation": None}
                             == json.loads(json.dumps({**metrics, "wall_s_this_invocation": None}))):
         return old
@@ -206,9 +213,15 @@ def drive(cfgs: list[RunConfig], resume: bool = False, progress: bool = True, lm
         A :class:`BatchReport`; ``report.metrics[cfg.out]`` is what that folder's ``metrics.json`` holds.
     """
     refuse_live_folders(c.out for c in cfgs)  # a live background sweep playing these folders: stop, write nothing
+    _check_distinct(cfgs)
+    with folder_locks([c.out for c in cfgs]):  # one writer per folder: a second process refuses, naming this one
+        return _drive_locked(cfgs, resume, same_memory, on_adopt, progress=progress, lm=lm, workers=workers,
+                             ray_address=ray_address, executor=executor, on_result=on_result, desc=desc, order=order)
+
+
+def _drive_locked(cfgs, resume, same_memory, on_adopt, **kw) -> BatchReport:
     pairs = [(c, r) for c, r in same_memory if c in cfgs]
-    kw = dict(resume=resume, progress=progress, lm=lm, workers=workers, ray_address=ray_address, executor=executor,
-              on_result=on_result, desc=desc, order=order)
+    kw = dict(resume=resume, **kw)
     if not pairs:
         return _drive_once(cfgs, **kw)
     if not resume:

@@ -15,7 +15,10 @@ import json
 from pathlib import Path
 
 from workbench.eval.config import RunConfig, select_tasks
-from workbench.eval.run_folder import batch_metrics, load_run, write_run_config
+from workbench.eval.run_folder import CONFIG_FILE, batch_metrics, read_config, read_episodes, write_run_config
+from workbench.eval.teacher_forced import TF_FILE, read_teacher_forced
+from workbench.files import FormatError
+from workbench.locks import folder_lock
 from workbench.memory.trajectory import Trajectory, atomic_write_text, write_jsonl
 
 __all__ = ["merge_runs", "merge_teacher_forced"]
@@ -32,6 +35,17 @@ def merge_runs(parts: list[str | Path], out: str | Path, tasks: str = "all", all
     """
     if not parts:
         raise ValueError("merge_runs: no run folders given")
+    for p in parts:
+        if not Path(p).is_dir():
+            raise (FormatError(p, "is a file, where a run folder belongs") if Path(p).exists()
+                   else FileNotFoundError(f"{p}: no such run folder"))
+    if Path(out).resolve() in {Path(p).resolve() for p in parts}:
+        raise ValueError(f"merge_runs: --out {out} is one of the parts; merge into a new folder")
+    with folder_lock(out, f"workbench merge-runs -> {out}"):
+        return _merge_runs(parts, out, tasks, allow_partial)
+
+
+def _merge_runs(parts: list[str | Path], out: str | Path, tasks: str, allow_partial: bool) -> dict:
     if not any((Path(p) / "config.json").exists() for p in parts) and \
             all((Path(p) / "teacher_forced.json").exists() for p in parts):
         return {"teacher_forced": merge_teacher_forced(parts, out, tasks, allow_partial)}
@@ -39,12 +53,8 @@ def merge_runs(parts: list[str | Path], out: str | Path, tasks: str = "all", all
     first: Path | None = None
     episodes: dict[str, Trajectory] = {}
     for folder in map(Path, parts):
-        if not (folder / "config.json").exists():
-            raise FileNotFoundError(f"{folder / 'config.json'}: not a run folder (no config.json)")
-        trajs, _, config = load_run(folder)
-        run = config.get("run")
-        if not isinstance(run, dict) or "tasks" not in run:
-            raise ValueError(f"{folder / 'config.json'}: field 'run' missing or without 'tasks'")
+        run = read_config(folder).run.model_dump()  # strict: types, ranges, unknown fields
+        trajs = read_episodes(folder)
         ident = _sans_tasks(run)
         if identity is None:
             identity, first = ident, folder
@@ -57,12 +67,12 @@ def merge_runs(parts: list[str | Path], out: str | Path, tasks: str = "all", all
                                  "another part")
             episodes[traj.task_id] = traj
     assert identity is not None
-    cfg = RunConfig(out=str(out), **{**identity, "tasks": tasks, "task_types": tuple(identity.get("task_types", ()))})
+    cfg = RunConfig.from_identity(str(out), identity | {"tasks": tasks})
     order = [t.task_id for t in select_tasks(cfg)]
     _check_coverage(set(episodes), order, tasks, allow_partial, "episodes", "have no episode in the parts")
     out = Path(out)
-    cfg_path = out / "config.json"
-    if cfg_path.exists() and json.loads(cfg_path.read_text()).get("run") != cfg.identity():
+    cfg_path = out / CONFIG_FILE
+    if cfg_path.exists() and read_config(out).run.model_dump() != cfg.identity():
         raise ValueError(f"{cfg_path}: holds a run of another configuration; merge into a new folder")
     merged = [episodes[t] for t in order if t in episodes]
     metrics = batch_metrics(merged) | {"merged_from": [str(p) for p in parts]}
@@ -104,7 +114,7 @@ def merge_teacher_forced(parts: list[str | Path], out: str | Path, tasks: str = 
     merged = _merged_teacher_forced(parts, tasks, allow_partial)
     target = Path(out) / "teacher_forced.json"
     if target.exists():
-        key = json.loads(target.read_text()).get("key", {})
+        key = read_teacher_forced(target)["key"]
         if _sans_tasks(key) != _sans_tasks(merged["key"]):
             raise ValueError(f"{target}: holds teacher forcing of another configuration; merge into a new folder")
     Path(out).mkdir(parents=True, exist_ok=True)
@@ -120,10 +130,7 @@ def _merged_teacher_forced(parts: list[str | Path], tasks: str, allow_partial: b
         path = folder / "teacher_forced.json"
         if not path.exists():
             raise FileNotFoundError(f"{path}: missing (every part needs its teacher forcing to merge it)")
-        data = json.loads(path.read_text())
-        for field in ("key", "result", "per_task", "per_step"):
-            if field not in data:
-                raise ValueError(f"{path}: field {field!r} missing")
+        data = read_teacher_forced(path)  # strict: every field of its type and range
         ident = _sans_tasks(data["key"])
         if identity is None:
             identity = ident

@@ -15,21 +15,114 @@ N`` local processes, a Ray cluster) the folder is the same files.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
+from typing import Any
 
-from workbench.eval.config import RunConfig
+from pydantic import BaseModel, ConfigDict, Field
+
+from workbench.eval.config import RunConfig, RunIdentity
 from workbench.eval.metrics import by_task_type, episode_metrics
+from workbench.files import FormatError, read_json, read_json_model, read_jsonl_models, read_text
 from workbench.memory.base import MemoryBase
 from workbench.memory.keyed import key_diff
-from workbench.memory.trajectory import (
-    Trajectory,
-    atomic_write_text,
-    iter_jsonl_dicts,
-)
+from workbench.memory.trajectory import Trajectory, atomic_write_text
 from workbench.models.adapters import model_adapter_hash as _adapter_hash
 from workbench.provenance import versions
 
-__all__ = ["model_adapter_hash", "identity_diff", "check_resume", "memory_base_digest", "write_run_config", "batch_metrics", "load_run"]
+__all__ = ["model_adapter_hash", "identity_diff", "check_resume", "memory_base_digest", "write_run_config",
+           "batch_metrics", "load_run", "ConfigFile", "read_config", "read_episodes", "read_metrics", "episode_lines",
+           "CONFIG_FILE", "EPISODES_FILE", "METRICS_FILE"]
+
+CONFIG_FILE, EPISODES_FILE, METRICS_FILE = "config.json", "trajectories.jsonl", "metrics.json"
+
+
+class ConfigFile(BaseModel):
+    """A run folder's ``config.json``, read strictly."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+    run: RunIdentity
+    versions: dict[str, str | None] = Field(default_factory=dict)
+    earlier_versions: list[dict[str, str | None]] = Field(default_factory=list)
+    adopted: list[dict[str, Any]] = Field(default_factory=list)
+    model_adapter: str | None = None
+    memory_base_digest: str | None = None
+
+
+_NOT_RUN = "pass a folder `workbench run` wrote, or move it away and use a new --out"
+
+
+def read_config(folder: str | Path) -> ConfigFile:
+    """``FOLDER/config.json``, strictly (unknown fields, wrong types, out-of-range values are errors).
+
+    Raises:
+        FileNotFoundError: no config.json (not a run folder).
+        FormatError: names the file, the field and the fix.
+    """
+    path = Path(folder) / CONFIG_FILE
+    if not path.exists() and not path.is_symlink():
+        raise FileNotFoundError(f"{path}: not a run folder (no config.json)")
+    return read_json_model(path, ConfigFile, "run config", fix=_NOT_RUN)
+
+
+def episode_lines(path: str | Path) -> list[tuple[int, str, str]]:
+    """``(line number, task id, the line as written)`` of each episode of a ``trajectories.jsonl``, strictly (each
+    line a whole episode record); a torn last line (a kill mid-append) is skipped and logged, as the driver cuts it.
+
+    Raises:
+        FormatError: a malformed line (naming it), or one task's episode twice.
+    """
+    path = Path(path)
+    if not path.exists():
+        return []
+    text_lines = dict(enumerate(read_text(path, "episodes file").split("\n"), start=1))
+    seen: dict[str, int] = {}
+    out = []
+    for i, traj in read_jsonl_models(path, Trajectory, torn_ok=True, what="episodes file",
+                                     fix="the file is damaged: restore it, or remove this line to replay the episode"):
+        if traj.task_id in seen:
+            raise FormatError(path, f"field 'task_id': task {traj.task_id!r} again (also line {seen[traj.task_id]})",
+                              where=f"line {i}", fix="keep one episode per task (remove one of the two lines)")
+        seen[traj.task_id] = i
+        out.append((i, traj.task_id, text_lines[i]))
+    return out
+
+
+def read_episodes(folder: str | Path) -> list[Trajectory]:
+    """The episodes of ``FOLDER/trajectories.jsonl`` (none when it is missing), strictly: see :func:`episode_lines`."""
+    path = Path(folder) / EPISODES_FILE
+    if not path.exists():
+        return []
+    return [t for _, t in read_jsonl_models(path, Trajectory, torn_ok=True, what="episodes file")]
+
+
+def _finite(x: Any, path: Path, where: str = "") -> None:
+    if isinstance(x, float) and not math.isfinite(x):
+        raise FormatError(path, f"field '{where}': not a finite number")
+    if isinstance(x, dict):
+        for k, v in x.items():
+            _finite(v, path, f"{where}.{k}" if where else k)
+    elif isinstance(x, list):
+        for k, v in enumerate(x):
+            _finite(v, path, f"{where}.{k}")
+
+
+def read_metrics(folder: str | Path) -> dict:
+    """``FOLDER/metrics.json`` (an empty dict when the run is not complete), strictly: a JSON object of finite
+    numbers whose ``n_episodes`` is a count."""
+    path = Path(folder) / METRICS_FILE
+    if not path.exists():
+        return {}
+    data = read_json(path, "metrics file")
+    if not isinstance(data, dict):
+        raise FormatError(path, f"a JSON {type(data).__name__}, where the metrics object belongs",
+                          fix="delete it: `workbench run --resume` writes it again")
+    n = data.get("n_episodes", 0)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise FormatError(path, f"field 'n_episodes': {n!r} is not a count",
+                          fix="delete it: `workbench run --resume` writes it again")
+    return data
 
 
 def model_adapter_hash(model: str) -> str | None:
@@ -50,47 +143,34 @@ def check_resume(cfg: RunConfig, resume: bool) -> set[str]:
     a run without ``resume``, or a run of other parameters (a folder written before runs recorded their
     dtype was played in float32)."""
     out = Path(cfg.out)
-    cfg_path, rows = out / "config.json", out / "trajectories.jsonl"
-    if cfg_path.exists():
-        try:
-            # fields added since a folder was written take their defaults (e.g. dtype: float32)
-            saved = json.loads(cfg_path.read_text())
-            old = RunConfig(out="").identity() | saved.get("run", {})
-        except (json.JSONDecodeError, AttributeError) as e:
-            raise ValueError(f"{cfg_path}: not a run config ({e}); move it away or use a new --out") from None
+    cfg_path, rows = out / CONFIG_FILE, out / EPISODES_FILE
+    if out.exists() and not out.is_dir():
+        raise FormatError(out, "is a file, where a run folder belongs", fix="pass a folder as --out")
+    if cfg_path.exists() or cfg_path.is_symlink():
+        saved = read_config(out)
+        old = saved.run.model_dump()
         if not resume:
             if rows.exists() and rows.stat().st_size:
                 raise FileExistsError(f"{out} already holds a run: pass --resume to continue it, or a new --out")
         elif diff := identity_diff(old, cfg.identity()):
             raise ValueError(f"{cfg_path}: --resume with different parameters {diff}; use a new --out")
-        if resume and (then := saved.get("model_adapter")) and then != (now := model_adapter_hash(cfg.model)):
+        if resume and (then := saved.model_adapter) and then != (now := model_adapter_hash(cfg.model)):
             raise ValueError(f"{cfg_path}: --resume, but the adapter of model {cfg.model} changed since this run "
                              f"began ({then} -> {now}: it was retrained); its episodes would mix two agents: "
                              "evaluate it in a new --out")
-        if resume and cfg.memory_base and (then := saved.get("memory_base_digest")):
+        if resume and cfg.memory_base and (then := saved.memory_base_digest):
             now = memory_base_digest(cfg)
             if now != then:
                 raise ValueError(f"{cfg_path}: --resume, but the memory base {cfg.memory_base} changed since this run "
                                  f"began (digest {then} -> {now}: a refinement committed or rolled back an entry); "
                                  "its episodes would mix two bases: evaluate the base in a new --out")
-    return {d["task_id"] for d in iter_jsonl_dicts(rows)} if resume else set()
+    # every episode line is checked now, before anything plays: a damaged file stops the run at once
+    return {tid for _, tid, _ in episode_lines(rows)} if resume else set()
 
 
 def _episode_lines(path: Path) -> list[tuple[str, str]]:
-    """(task id, the line as written) of each episode in a ``trajectories.jsonl``; a torn last line (a kill
-    mid-append) is skipped, as readers skip it."""
-    if not path.exists():
-        return []
-    lines = [ln for ln in path.read_text(encoding="utf-8").split("\n") if ln.strip()]
-    out = []
-    for i, line in enumerate(lines):
-        try:
-            out.append((json.loads(line)["task_id"], line))
-        except (json.JSONDecodeError, KeyError, TypeError) as e:
-            if i == len(lines) - 1:
-                break
-            raise ValueError(f"{path}: line {i + 1}: not an episode record ({e}); the file is damaged") from None
-    return out
+    """(task id, the line as written) of each episode of a ``trajectories.jsonl`` (see :func:`episode_lines`)."""
+    return [(tid, line) for _, tid, line in episode_lines(path)]
 
 
 def memory_base_digest(cfg: RunConfig) -> str | None:
@@ -104,10 +184,7 @@ def write_run_config(cfg: RunConfig) -> None:
     out.mkdir(parents=True, exist_ok=True)
     record = {"run": cfg.identity(), "versions": versions()}
     # a run resumed under other versions (a later commit, a package upgrade) keeps those it was played with before
-    try:
-        old = json.loads((out / "config.json").read_text())
-    except (OSError, json.JSONDecodeError):
-        old = {}
+    old = read_config(out).model_dump(exclude_defaults=True) if (out / CONFIG_FILE).exists() else {}
     earlier = [v for v in [*old.get("earlier_versions", []), old.get("versions")] if v]
     earlier = [v for i, v in enumerate(earlier) if v != record["versions"] and v not in earlier[:i]]
     if earlier:
@@ -127,9 +204,11 @@ def batch_metrics(trajs: list[Trajectory]) -> dict:
 
 
 def load_run(out: str | Path) -> tuple[list[Trajectory], dict, dict]:
-    """(trajectories, metrics, config) of a finished run folder."""
+    """(trajectories, metrics, config) of a run folder, each file read strictly (see :func:`read_config`,
+    :func:`read_episodes`, :func:`read_metrics`); config is ``{}`` when the folder has none."""
     out = Path(out)
-    trajs = [Trajectory.model_validate(d) for d in iter_jsonl_dicts(out / "trajectories.jsonl")]
-    metrics = json.loads((out / "metrics.json").read_text()) if (out / "metrics.json").exists() else {}
-    config = json.loads((out / "config.json").read_text()) if (out / "config.json").exists() else {}
-    return trajs, metrics, config
+    if not out.is_dir():
+        raise (FormatError(out, "is a file, where a run folder belongs") if out.exists()
+               else FileNotFoundError(f"{out}: no such run folder"))
+    config = read_config(out).model_dump(exclude_defaults=False) if (out / CONFIG_FILE).exists() else {}
+    return read_episodes(out), read_metrics(out), config

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict, Field
 from tqdm.auto import tqdm
 
 from workbench.agents.loop import Agent
@@ -13,13 +14,92 @@ from workbench.agents.teacher_forcing import teacher_forced_accuracy
 from workbench.envs.base import Task
 from workbench.envs.memory_base import expert_trajectories_for
 from workbench.eval.config import RunConfig, select_tasks
-from workbench.memory.keyed import read_keyed_json
+from workbench.files import FormatError, iter_jsonl, read_json, read_json_model, read_jsonl_models
+from workbench.memory.keyed import canonical, read_keyed_json
 from workbench.memory.trajectory import (
     Trajectory,
     atomic_write_text,
 )
 
-__all__ = ["expert_for", "teacher_forced_part", "combine_teacher_forced", "teacher_forced_key", "teacher_forced_for"]
+__all__ = ["expert_for", "teacher_forced_part", "combine_teacher_forced", "teacher_forced_key", "teacher_forced_for",
+           "TeacherForcedFile", "read_teacher_forced", "read_teacher_forced_parts", "TF_FILE"]
+
+TF_FILE = "teacher_forced.json"
+
+
+class _Rec(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+
+Prob = Field(ge=0.0, le=1.0)
+
+
+class TFStep(_Rec):
+    """One teacher-forced step."""
+
+    task_id: str = Field(min_length=1)
+    step: int = Field(ge=0)
+    expert: str
+    chosen: str
+    p_expert: float = Prob
+    memory_entry: str | None = None
+
+
+class TFResult(_Rec):
+    accuracy: float = Prob
+    n_steps: int = Field(ge=0)
+    n_tasks: int = Field(ge=0)
+    mean_p_expert: float = Prob
+
+
+class TeacherForcedFile(_Rec):
+    """A ``teacher_forced.json``, read strictly."""
+
+    key: dict[str, str]
+    result: TFResult
+    per_task: dict[str, tuple[int, int]]  # task id -> (correct, steps)
+    per_step: list[TFStep]
+    merged_from: list[str] = []
+
+
+class TFPart(_Rec):
+    """One task's teacher forcing (a line of ``teacher_forced.parts.jsonl``)."""
+
+    task_id: str = Field(min_length=1)
+    n_correct: int = Field(ge=0)
+    n_steps: int = Field(ge=0)
+    p_sum: float = Field(ge=0.0)
+    per_task: tuple[int, int]
+    per_step: list[TFStep]
+
+
+class TFPartLine(_Rec):
+    key: dict[str, str]
+    part: TFPart
+
+
+def read_teacher_forced(path: str | Path) -> dict:
+    """A ``teacher_forced.json`` (strictly: see :class:`TeacherForcedFile`), as the dict it holds."""
+    rec = read_json_model(path, TeacherForcedFile, "teacher forcing record",
+                          fix="delete it: `workbench run --resume` scores the tasks again")
+    raw = read_json(path)  # what the file holds, as written (the model checked it)
+    n = sum(c[1] for c in rec.per_task.values())
+    if n != rec.result.n_steps or len(rec.per_task) != rec.result.n_tasks:
+        raise FormatError(path, f"field 'result': {rec.result.n_steps} steps of {rec.result.n_tasks} tasks, but "
+                          f"per_task holds {n} of {len(rec.per_task)}", fix="delete it: `workbench run --resume` "
+                          "scores the tasks again")
+    return raw
+
+
+def read_teacher_forced_parts(path: str | Path, key: dict) -> dict[str, dict]:
+    """Task id -> part of the append-only ``teacher_forced.parts.jsonl`` scored under ``key`` (a torn last line
+    skipped; any other malformed line an error)."""
+    path = Path(path)
+    if not path.exists():
+        return {}
+    want = canonical(key)
+    read_jsonl_models(path, TFPartLine, torn_ok=True, what="teacher forcing parts")  # every line checked
+    return {obj["part"]["task_id"]: obj["part"] for _, obj in iter_jsonl(path, torn_ok=True) if obj["key"] == want}
 
 
 def expert_for(split: str, task_id: str) -> Trajectory:

@@ -16,9 +16,10 @@ One process writes a store at a time; readers in other processes see whole files
 
 from __future__ import annotations
 
-import json
+import logging
 import os
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
@@ -32,17 +33,13 @@ from pydantic import (
     field_validator,
 )
 
-from workbench.memory.trajectory import (
-    MemoryEntry,
-    Trajectory,
-    TrajectoryFormatError,
-    _describe,
-    atomic_write_text,
-    read_jsonl,
-    read_text_utf8,
-)
+from workbench.files import FormatError, Torn, atomic_write_text, read_jsonl_models
+from workbench.memory.trajectory import MAX_VERSION, Id, MemoryEntry, Trajectory
 
-__all__ = ["MemoryBase", "HistoryRecord", "StaleEntryError", "ENTRIES_FILE", "HISTORY_FILE", "entry_diff"]
+log = logging.getLogger("workbench.memory")
+
+__all__ = ["MemoryBase", "HistoryRecord", "StaleEntryError", "ENTRIES_FILE", "HISTORY_FILE", "entry_diff", "Problem",
+           "MemoryBaseIntegrityError", "StoreState", "read_store", "repair_store"]
 
 ENTRIES_FILE = "entries.jsonl"
 HISTORY_FILE = "history.jsonl"
@@ -57,8 +54,8 @@ class HistoryRecord(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    entry_id: str
-    version: int
+    entry_id: Id
+    version: int = Field(ge=0, le=MAX_VERSION)
     entry: MemoryEntry
     reason: str = ""
     timestamp: str = ""
@@ -81,6 +78,206 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat()
 
 
+@dataclass(frozen=True)
+class Problem:
+    """One integrity problem of a memory base.
+
+    Attributes:
+        file: ``entries.jsonl`` or ``history.jsonl``.
+        line: its 1-based line (None: the file as a whole).
+        entry_id: the entry concerned.
+        problem: what is wrong.
+        fix: how to repair it.
+        repairable: ``workbench memory check --repair`` repairs it (by adding what is missing, nothing else).
+    """
+
+    file: str
+    line: int | None
+    entry_id: str
+    problem: str
+    fix: str
+    repairable: bool = False
+
+    def __str__(self) -> str:
+        at = f"{self.file}" + (f" line {self.line}" if self.line else "")
+        return f"{at}: entry {self.entry_id!r}: {self.problem} ({'--repair adds it' if self.repairable else self.fix})"
+
+
+class MemoryBaseIntegrityError(FormatError):
+    """A memory base's entries and history disagree; the message lists the problems and how to repair them."""
+
+    def __init__(self, root: Path, problems: list[Problem]):
+        self.problems = problems
+        shown = "; ".join(str(p) for p in problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3
+                                                              else "")
+        fix = (f"run `workbench memory check {root}` to list every problem" +
+               (", and `--repair` to add what is missing (it only ever adds records)"
+                if any(p.repairable for p in problems) else ""))
+        super().__init__(root, f"{len(problems)} integrity problem{'s' * (len(problems) != 1)}: {shown}", fix=fix)
+
+
+@dataclass
+class StoreState:
+    """What :func:`read_store` found in a memory base folder.
+
+    Attributes:
+        entries: the current entries, in file order.
+        history: ``(line, record)`` of every history record but the pending ones.
+        pending: ``(line, record)`` of a write that never reached ``entries.jsonl`` (a kill between the history
+            append and the entries rename): ignored, and dropped at the next write.
+        torn: the torn last line of ``history.jsonl`` (a killed append), skipped.
+        problems: integrity problems (an empty list: the base is sound).
+    """
+
+    entries: dict[str, MemoryEntry] = field(default_factory=dict)
+    history: list[tuple[int, HistoryRecord]] = field(default_factory=list)
+    pending: list[tuple[int, HistoryRecord]] = field(default_factory=list)
+    torn: list[Torn] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+
+def _pending_tail(records: list[tuple[int, HistoryRecord]], entries: dict[str, MemoryEntry]) -> int:
+    """How many trailing history records are one unfinished write: records ahead of ``entries.jsonl`` (an
+    entry it lacks, or a version newer than it holds) forming the whole of the last write (one timestamp, and
+    the record before them has another)."""
+    def ahead(r: HistoryRecord) -> bool:
+        cur = entries.get(r.entry_id)
+        return cur is None or r.version > cur.version
+
+    n = 0
+    while n < len(records) and ahead(records[-1 - n][1]):
+        n += 1
+    if not n:
+        return 0
+    stamps = {r.timestamp for _, r in records[len(records) - n:]}
+    if len(stamps) != 1 or not next(iter(stamps)):
+        return 0
+    if n < len(records) and records[-1 - n][1].timestamp in stamps:
+        return 0  # the same write reached entries.jsonl for its other records: this is no unfinished write
+    return n
+
+
+def read_store(root: str | os.PathLike) -> StoreState:
+    """Read a memory base folder strictly and check its integrity, without changing it.
+
+    Malformed lines raise :class:`FormatError` (naming file, line and field); a torn last line of the history is
+    the only thing tolerated. Integrity problems are returned in ``problems``: a history record of an entry that
+    ``entries.jsonl`` lacks, versions of one entry out of order or repeated, an entry without a record of its
+    current version (its build record, when it has none), a current entry whose text differs from its record.
+    """
+    root = Path(root)
+    entries_path, history_path = root / ENTRIES_FILE, root / HISTORY_FILE
+    st = StoreState()
+    lines: dict[str, int] = {}
+    if entries_path.exists():
+        for i, e in read_jsonl_models(entries_path, MemoryEntry, torn_ok=False, what="memory base entries file"):
+            if e.entry_id in st.entries:
+                raise FormatError(entries_path, f"field 'entry_id': duplicate id {e.entry_id!r} (also line "
+                                  f"{lines[e.entry_id]})", where=f"line {i}",
+                                  fix="keep one record per entry (older versions belong in history.jsonl)")
+            st.entries[e.entry_id] = e
+            lines[e.entry_id] = i
+    if not history_path.exists():
+        st.problems += [Problem(ENTRIES_FILE, lines[e], e, "has no build record in history.jsonl (the file is missing)",
+                                "", True) for e in st.entries]
+        return st
+    records = read_jsonl_models(history_path, HistoryRecord, torn_ok=True, torn=st.torn, what="memory base history")
+    n_pending = _pending_tail(records, st.entries)
+    st.history, st.pending = records[: len(records) - n_pending], records[len(records) - n_pending:]
+    if st.pending:
+        log.warning("%s: lines %d-%d: %d history record(s) of a write that never reached %s (a kill mid-commit) "
+                    "are ignored; the next write drops them", history_path, st.pending[0][0], st.pending[-1][0],
+                    len(st.pending), ENTRIES_FILE)
+    seen: dict[tuple[str, int], int] = {}
+    last: dict[str, tuple[int, HistoryRecord]] = {}
+    for i, r in st.history:
+        if r.entry_id not in st.entries:
+            st.problems.append(Problem(HISTORY_FILE, i, r.entry_id, f"a record (version {r.version}) of an entry "
+                                       f"{ENTRIES_FILE} lacks", "", True))
+        if (key := (r.entry_id, r.version)) in seen:
+            same = "an identical copy" if r == dict(st.history)[seen[key]] else "a different record"
+            st.problems.append(Problem(HISTORY_FILE, i, r.entry_id, f"version {r.version} again ({same} of line "
+                                       f"{seen[key]})", f"remove line {i} (keep the record of line {seen[key]})"))
+            continue
+        seen[key] = i
+        if (prev := last.get(r.entry_id)) and r.version < prev[1].version:
+            st.problems.append(Problem(HISTORY_FILE, i, r.entry_id, f"version {r.version} after version "
+                                       f"{prev[1].version} (line {prev[0]}): versions of an entry only grow",
+                                       "restore history.jsonl from a copy, or move the line to its place"))
+            continue
+        last[r.entry_id] = (i, r)
+    for eid, e in st.entries.items():
+        if eid not in last:
+            st.problems.append(Problem(ENTRIES_FILE, lines[eid], eid, "has no build record in history.jsonl", "", True))
+            continue
+        i, r = last[eid]
+        if r.version < e.version:
+            st.problems.append(Problem(ENTRIES_FILE, lines[eid], eid, f"its version {e.version} has no record in "
+                                       f"history.jsonl (the last there is version {r.version}, line {i})", "", True))
+        elif r.version > e.version:
+            st.problems.append(Problem(HISTORY_FILE, i, eid, f"version {r.version} is newer than {ENTRIES_FILE}'s "
+                                       f"version {e.version} (line {lines[eid]})",
+                                       f"`workbench memory rollback {root} {eid} {e.version}` is not it: restore "
+                                       f"{ENTRIES_FILE} line {lines[eid]} to version {r.version} from the record"))
+        elif r.entry != e:
+            st.problems.append(Problem(ENTRIES_FILE, lines[eid], eid, f"differs from its version {e.version} in "
+                                       f"history.jsonl (line {i}): edited by hand?",
+                                       "restore one of the two from the other (the history is the log)"))
+    return st
+
+
+def repair_store(root: str | os.PathLike) -> list[str]:
+    """Repair what ``read_store`` finds repairable, only ever by adding: an entry's missing build (or current)
+    record is appended to the history; an entry that ``entries.jsonl`` lacks but the history holds is restored at
+    its last version. Crash-safe as a commit is (history first, then entries by rename).
+
+    Returns:
+        One line per thing added (empty: nothing to repair).
+
+    Raises:
+        MemoryBaseIntegrityError: problems remain that adding cannot repair (duplicates, versions out of order,
+            contradicting records); nothing is written.
+    """
+    root = Path(root)
+    st = read_store(root)
+    if bad := [p for p in st.problems if not p.repairable]:
+        raise MemoryBaseIntegrityError(root, bad)
+    if not st.problems:
+        return []
+    ts = _now()
+    entries = dict(st.entries)
+    done: list[str] = []
+    last: dict[str, HistoryRecord] = {}
+    for _, r in st.history:
+        last[r.entry_id] = r
+    for eid, r in last.items():
+        if eid not in entries:
+            entries[eid] = r.entry
+            done.append(f"restored entry {eid!r} to {ENTRIES_FILE} at its last version {r.version} (from history)")
+    # the restored entries go back where their first record puts them
+    first = {}
+    for pos, (_, r) in enumerate(st.history):
+        first.setdefault(r.entry_id, pos)
+    order = sorted(entries, key=lambda k: (first.get(k, len(st.history)), list(entries).index(k)))
+    if any(eid not in st.entries for eid in entries):
+        entries = {k: entries[k] for k in order}
+    new = []
+    for eid, e in entries.items():
+        if eid not in last or last[eid].version < e.version:
+            new.append(HistoryRecord(entry_id=eid, version=e.version, entry=e, timestamp=ts,
+                                     reason=("build record restored by `workbench memory check --repair`"
+                                             if eid not in last else
+                                             "current version's record restored by `workbench memory check --repair`")))
+            done.append(f"added {HISTORY_FILE} record of {eid!r} version {e.version}")
+    history_path = root / HISTORY_FILE
+    if new or st.torn or st.pending:
+        keep = "".join(r.model_dump_json() + "\n" for _, r in st.history)
+        atomic_write_text(history_path, keep + "".join(r.model_dump_json() + "\n" for r in new))
+    if entries != st.entries or list(entries) != list(st.entries):
+        atomic_write_text(root / ENTRIES_FILE, "".join(e.model_dump_json() + "\n" for e in entries.values()))
+    return done
+
+
 class MemoryBase:
     """A versioned store of memory entries in the folder ``root`` (created if missing).
 
@@ -88,11 +285,15 @@ class MemoryBase:
         root: the store folder.
 
     Raises:
-        TrajectoryFormatError: a store file is malformed; the message names the file, record and field.
+        FormatError: a store file is malformed (the message names the file, line and field).
+        MemoryBaseIntegrityError: the entries and the history disagree (see :func:`read_store`).
     """
 
     def __init__(self, root: str | os.PathLike):
         self.root = Path(root)
+        if self.root.exists() and not self.root.is_dir():
+            raise FormatError(self.root, "is a file, where a memory base folder belongs",
+                              fix="pass the folder holding entries.jsonl and history.jsonl")
         self.root.mkdir(parents=True, exist_ok=True)
         self.entries_path = self.root / ENTRIES_FILE
         self.history_path = self.root / HISTORY_FILE
@@ -105,37 +306,13 @@ class MemoryBase:
     # -- reading --------------------------------------------------------------------------------------------
 
     def _load(self) -> None:
-        if self.entries_path.exists():
-            for i, e in enumerate(read_jsonl(self.entries_path, MemoryEntry), start=1):
-                if e.entry_id in self._entries:
-                    raise TrajectoryFormatError(
-                        f"{self.entries_path}: record {i}: field 'entry_id': duplicate id {e.entry_id!r}; keep one "
-                        "record per entry (older versions belong in history.jsonl)"
-                    )
-                self._entries[e.entry_id] = e
-        if not self.history_path.exists():
-            return
-        text = read_text_utf8(self.history_path)
-        lines = text.split("\n")
-        self._history_clean = text == "" or text.endswith("\n")
-        for i, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                if i == len(lines):  # unterminated last line: a write killed mid-append
-                    continue
-                raise TrajectoryFormatError(f"{self.history_path}: record {i}: not valid JSON ({e.msg})") from e
-            try:
-                rec = HistoryRecord.model_validate(obj)
-            except ValidationError as e:
-                raise TrajectoryFormatError(f"{self.history_path}: record {i}: {_describe(e)}") from e
-            current = self._entries.get(rec.entry_id)
-            if current is None or rec.version > current.version:
-                self._history_clean = False  # left by a commit that never reached entries.jsonl
-                continue
-            self._history.append(rec)
+        state = read_store(self.root)
+        if state.problems:
+            raise MemoryBaseIntegrityError(self.root, state.problems)
+        self._entries = dict(state.entries)
+        self._history = [r for _, r in state.history]
+        # a torn tail or an unfinished write's records: the next write rewrites the history without them
+        self._history_clean = not state.torn and not state.pending
 
     def __len__(self) -> int:
         return len(self._entries)

@@ -8,12 +8,21 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Annotated, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
+
+from workbench.files import (
+    FormatError,
+    atomic_write_text,
+    cut_torn_tail,
+    describe,
+    iter_jsonl,
+    read_jsonl_models,
+    read_text,
+)
 
 __all__ = [
     "Step",
@@ -28,12 +37,16 @@ __all__ = [
 ]
 
 
-class TrajectoryFormatError(ValueError):
-    """A trajectory/memory file has a malformed record; the message names file, record and field."""
+TrajectoryFormatError = FormatError  # a trajectory/memory file has a malformed record (the older name)
+
+#: bounds of the numbers these records hold
+MAX_VERSION = 1_000_000
+Id = Annotated[str, Field(min_length=1, max_length=512)]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # files are read with strict=True (``workbench.files``); code may build records from lists as well
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class Step(_Strict):
@@ -46,14 +59,14 @@ class Step(_Strict):
     observation: str
     action: str
     thought: str | None = None
-    reward: float = 0.0
+    reward: float = Field(0.0, ge=-1e6, le=1e6)
     done: bool = False
 
 
 class Trajectory(_Strict):
     """A whole episode of one task."""
 
-    task_id: str
+    task_id: Id
     task_type: str = ""
     goal: str
     initial_observation: str = ""
@@ -98,14 +111,14 @@ class Segment(_Strict):
 class MemoryEntry(_Strict):
     """A memory-base entry: a task description plus its trajectory as an ordered list of segments."""
 
-    entry_id: str
-    task_id: str
+    entry_id: Id
+    task_id: Id
     task_type: str = ""
     goal: str
     initial_observation: str = ""
     segments: tuple[Segment, ...] = ()
     success: bool = True
-    version: int = 0
+    version: int = Field(0, ge=0, le=MAX_VERSION)
     source: str = ""
 
     @classmethod
@@ -133,90 +146,31 @@ class MemoryEntry(_Strict):
 M = TypeVar("M", bound=BaseModel)
 
 
-def _describe(err: ValidationError) -> str:
-    first = err.errors()[0]
-    loc = ".".join(str(p) for p in first["loc"]) or "<record>"
-    return f"field '{loc}': {first['msg']}"
-
-
-def read_text_utf8(path: str | os.PathLike) -> str:
-    """The text of ``path``, which must be UTF-8.
-
-    Raises:
-        FileNotFoundError: no such file.
-        TrajectoryFormatError: the bytes are not UTF-8; the message names the file, the line and byte, and the fix.
-    """
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: no such file")
-    data = path.read_bytes()
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = data.count(b"\n", 0, e.start) + 1
-        raise TrajectoryFormatError(
-            f"{path}: line {line}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start}); memory, "
-            "trajectory and ETO files are read as UTF-8: re-save it as UTF-8 (e.g. iconv -f latin1 -t utf-8)"
-        ) from None
+_describe = describe  # the name older modules import
+read_text_utf8 = read_text
 
 
 def read_jsonl(path: str | os.PathLike, model: type[M]) -> list[M]:
-    """Read a JSONL file of ``model`` records.
+    """Read a JSONL file of ``model`` records written whole (no torn line tolerated), each validated strictly.
 
     Raises:
         FileNotFoundError: the file does not exist (message names it).
         TrajectoryFormatError: a line is not JSON or a record fails validation; names file, line and field.
     """
-    path = Path(path)
-    out: list[M] = []
-    for lineno, line in enumerate(read_text_utf8(path).split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise TrajectoryFormatError(f"{path}: record {lineno}: not valid JSON ({e.msg})") from e
-        try:
-            out.append(model.model_validate(obj))
-        except ValidationError as e:
-            raise TrajectoryFormatError(f"{path}: record {lineno}: {_describe(e)}") from e
-    return out
+    return [r for _, r in read_jsonl_models(path, model, torn_ok=False)]
 
 
 def iter_jsonl_dicts(path: str | os.PathLike) -> Iterator[dict]:
-    """Yield the JSON objects of a JSONL file, skipping a torn final line (a kill mid-write)."""
+    """Yield the JSON objects of an append-only JSONL file (a missing file holds none); a torn final line (a kill
+    mid-append) is skipped and logged, any other malformed line is a :class:`TrajectoryFormatError`."""
     path = Path(path)
     if not path.exists():
         return
-    lines = read_text_utf8(path).split("\n")
-    for i, line in enumerate(lines):
-        if not line.strip():
-            continue
-        try:
-            yield json.loads(line)
-        except json.JSONDecodeError:
-            if i == len(lines) - 1:
-                return  # torn tail: the episode it held is simply not done
-            raise TrajectoryFormatError(f"{path}: record {i + 1}: not valid JSON") from None
-
-
-def atomic_write_text(path: str | os.PathLike, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (temp file in the same folder, fsync, rename)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a replaced file keeps ordinary permissions
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    for i, obj in iter_jsonl(path, torn_ok=True):
+        if not isinstance(obj, dict):
+            raise TrajectoryFormatError(path, f"a JSON {type(obj).__name__}, where a record object belongs",
+                                        where=f"line {i}")
+        yield obj
 
 
 def write_jsonl(path: str | os.PathLike, records: Iterable[BaseModel]) -> None:
@@ -229,17 +183,8 @@ def append_jsonl(path: str | os.PathLike, record: BaseModel | dict) -> None:
     which readers skip and :func:`cut_torn_tail` removes before the next append."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    line = record.model_dump_json() if isinstance(record, BaseModel) else json.dumps(record)
+    line = record.model_dump_json() if isinstance(record, BaseModel) else json.dumps(record, allow_nan=False)
     with path.open("a", encoding="utf-8") as fh:
         fh.write(line + "\n")
         fh.flush()
         os.fsync(fh.fileno())
-
-
-def cut_torn_tail(path: str | os.PathLike) -> None:
-    """Cut the partial last line a kill mid-append leaves (atomically), so the next append starts a line of its own."""
-    path = Path(path)
-    if path.exists():
-        data = path.read_bytes()
-        if data and not data.endswith(b"\n"):
-            atomic_write_text(path, data[: data.rfind(b"\n") + 1].decode("utf-8"))

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from workbench.locks import folder_lock
 from workbench.memory.trajectory import atomic_write_text
 from workbench.provenance import versions
 from workbench.reporting.profiles import PROFILES, notebook_parameters
@@ -45,6 +46,12 @@ def reproduce(profile: str = "default", reports: str = "reports", notebooks: lis
     notebook at paper scale -- say which is which; its top-level ``profile`` / ``dtype`` / ``versions`` /
     ``machine`` are the last invocation's.
     """
+    with folder_lock(reports, f"workbench reproduce --profile {profile} --out {reports}"):
+        return _reproduce(profile, reports, notebooks, runs, dtype, stall_minutes, retries)
+
+
+def _reproduce(profile: str, reports: str, notebooks: list[str] | None, runs: str, dtype: str | None,
+               stall_minutes: float, retries: int) -> dict:
     if profile not in PROFILES:
         raise ValueError(f"unknown profile '{profile}' (known: {', '.join(PROFILES)})")
     names = notebooks or sorted(PROFILES[profile])

@@ -49,6 +49,7 @@ from workbench.attention.diagnosis import diagnose_column, entry_scale
 from workbench.envs.alfworld import ALFWorldEnv, load_alfworld_tasks
 from workbench.envs.memory_base import expert_trajectories_for
 from workbench.envs.selection import parse_task_slice
+from workbench.locks import folder_lock
 from workbench.llm import LLMOutputError, run_stage
 from workbench.llm.registry import get_backend
 from workbench.memory.base import MemoryBase
@@ -327,6 +328,11 @@ def refine(config: RefineConfig, out: str | Path, *, lm: Any = None, progress: b
     Returns:
         :func:`refine_stats` of the folder.
     """
+    with folder_lock(out, f"workbench refine --base-out {out}"):  # one refinement writes a base at a time
+        return _refine(config, out, lm=lm, progress=progress, stop_after=stop_after)
+
+
+def _refine(config: RefineConfig, out: str | Path, *, lm: Any, progress: bool, stop_after: int | None) -> dict:
     from tqdm.auto import tqdm
 
     root = Path(out)

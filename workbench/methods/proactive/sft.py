@@ -36,9 +36,41 @@ def _messages(stage: str, payload: ProactiveInput) -> list[dict]:
     return [{"role": m.role, "content": m.content} for m in msgs]
 
 
-def sft_examples(traj: Trajectory, window: int = WINDOW) -> list[dict]:
-    """The phase-1 and phase-2 examples of one episode (module docstring)."""
+def _checked_steps(traj: Trajectory) -> list:
+    """The episode's per-step records (``meta.steps``), checked against its steps.
+
+    Raises:
+        ValueError: naming the field (``meta.steps[3].proactive.calls``) and what is wrong.
+    """
     steps = traj.meta.get("steps", [])
+    if not isinstance(steps, list):
+        raise ValueError(f"field 'meta.steps': a JSON {type(steps).__name__}, where a list of step records belongs")
+    if len(steps) > traj.n_steps:
+        raise ValueError(f"field 'meta.steps': {len(steps)} step records, but the episode has {traj.n_steps} steps")
+    for k, s in enumerate(steps):
+        rec = s.get("proactive") if isinstance(s, dict) else s
+        if s is not None and not isinstance(s, dict):
+            raise ValueError(f"field 'meta.steps.{k}': a JSON {type(s).__name__}, where a step record belongs")
+        if rec is None:
+            continue
+        if not isinstance(rec, dict):
+            raise ValueError(f"field 'meta.steps.{k}.proactive': a JSON {type(rec).__name__}, where an object belongs")
+        calls = rec.get("calls", [])
+        if not isinstance(calls, list) or not all(isinstance(c, dict) and isinstance(c.get("name"), str)
+                                                  and "arguments" in c for c in calls):
+            raise ValueError(f"field 'meta.steps.{k}.proactive.calls': expected a list of {{name, arguments}}")
+        if not isinstance(rec.get("reminder"), str | None):
+            raise ValueError(f"field 'meta.steps.{k}.proactive.reminder': expected a string or null")
+    return steps
+
+
+def sft_examples(traj: Trajectory, window: int = WINDOW) -> list[dict]:
+    """The phase-1 and phase-2 examples of one episode (module docstring).
+
+    Raises:
+        ValueError: the episode's records do not fit together (the message names the field).
+    """
+    steps = _checked_steps(traj)
     tools = [t.to_openai() for t in PROACTIVE_TOOLS]
     bank = Bank()
     out = []
