@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import signal
 import sys
@@ -80,6 +81,8 @@ def main(argv: list[str] | None = None) -> int:
         ``--out`` on a file) exit with status 2 from the parser itself.
     """
     args = build_parser().parse_args(argv)
+    if not logging.getLogger().handlers:  # the library's notes (a torn line cut, a stale lock taken over)
+        logging.basicConfig(format=f"workbench {args.command}: note: %(message)s", level=logging.WARNING)
     handlers = {}
     if threading.current_thread() is threading.main_thread():  # signal handlers can only be set there
         handlers = {signal.SIGTERM: signal.signal(signal.SIGTERM, _stop)}

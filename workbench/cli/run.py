@@ -23,6 +23,7 @@ from workbench.envs.normalize import TASK_TYPE_PREFIXES
 from workbench.eval.adoption import adopt
 from workbench.eval.config import RunConfig
 from workbench.eval.run import run
+from workbench.locks import folder_lock
 from workbench.methods.arbiter.variants import ABLATIONS
 from workbench.methods.proactive.triggers import EVENTS
 
@@ -50,13 +51,14 @@ def cmd_run(a: argparse.Namespace) -> int:
         backend=a.backend, backend_args=tuple(a.backend_arg or ()), interval=a.interval,
         triggers=tuple(a.trigger or ()), record_admissible=a.record_admissible, memory_base=a.memory_base,
     )
-    if a.adopt_from:
-        ids, by_memory = adopt(cfg, a.adopt_from)
-        print(f"{len(ids)} episodes adopted from {a.adopt_from}" + (" (the same memory)" if by_memory else ""),
-              file=sys.stderr)
-    # the bar is the driver's, as for a sweep: one tick per episode or teacher-forced task, on stderr
-    metrics = run(cfg, resume=a.resume or bool(a.adopt_from), progress=a.progress, workers=a.workers,
-                  ray_address=a.ray_address)
+    with folder_lock(cfg.out):  # a second `run` on this folder refuses at once, naming this process
+        if a.adopt_from:
+            ids, by_memory = adopt(cfg, a.adopt_from)
+            print(f"{len(ids)} episodes adopted from {a.adopt_from}" + (" (the same memory)" if by_memory else ""),
+                  file=sys.stderr)
+        # the bar is the driver's, as for a sweep: one tick per episode or teacher-forced task, on stderr
+        metrics = run(cfg, resume=a.resume or bool(a.adopt_from), progress=a.progress, workers=a.workers,
+                      ray_address=a.ray_address)
     print_summary(metrics)
     return 0
 

@@ -139,7 +139,7 @@ class StoreState:
 def _pending_tail(records: list[tuple[int, HistoryRecord]], entries: dict[str, MemoryEntry]) -> int:
     """How many trailing history records are one unfinished write: records ahead of ``entries.jsonl`` (an
     entry it lacks, or a version newer than it holds) forming the whole of the last write (one timestamp, and
-    the record before them has another)."""
+    the record before them is older)."""
     def ahead(r: HistoryRecord) -> bool:
         cur = entries.get(r.entry_id)
         return cur is None or r.version > cur.version
@@ -152,9 +152,9 @@ def _pending_tail(records: list[tuple[int, HistoryRecord]], entries: dict[str, M
     stamps = {r.timestamp for _, r in records[len(records) - n:]}
     if len(stamps) != 1 or not next(iter(stamps)):
         return 0
-    if n < len(records) and records[-1 - n][1].timestamp in stamps:
-        return 0  # the same write reached entries.jsonl for its other records: this is no unfinished write
-    return n
+    if n < len(records) and records[-1 - n][1].timestamp >= next(iter(stamps)):
+        return 0  # the same write reached entries.jsonl for its other records, or an older record copied to the
+    return n      # end: no unfinished write
 
 
 def read_store(root: str | os.PathLike) -> StoreState:
