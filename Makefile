@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PROFILE ?= default
 PYTEST_ARGS ?=
 
-.PHONY: install install-server install-browser reproduce test test-fast lab train-agent train-agent-v1 train-agent-v2-expert-only eval-agent-v2 eval-methods-v2 refine-v2-agmr refine-v2-no-agr dtype-table clean-venv
+.PHONY: install install-server install-browser reproduce test test-fast fuzz lab train-agent train-agent-v1 train-agent-v2-expert-only eval-agent-v2 eval-methods-v2 refine-v2-agmr refine-v2-no-agr dtype-table clean-venv
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -62,6 +62,14 @@ test: install install-server install-browser
 test-fast: install
 	$(BIN)/lint-imports
 	WORKBENCH_FAST=1 $(BIN)/python -m pytest -q -m "not integration and not game and not browser" tests
+
+# The readers' fuzz suite at length (make test runs it seeded with 130 examples per reader; FUZZ_EXAMPLES per
+# reader here), its tally in runs/fuzz/report.json
+FUZZ_EXAMPLES ?= 5000
+fuzz: install
+	mkdir -p runs/fuzz
+	WORKBENCH_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) WORKBENCH_FUZZ_REPORT=runs/fuzz/report.json $(BIN)/python -m pytest -q -s \
+		tests/fuzz -p no:cacheprovider
 
 # Agent v1 (smollm2-135m-alfworld): memory-conditioned behaviour cloning of SmolLM2 on valid_train experts, Traj or
 # none above the full history (LoRA, 1 CPU thread, about 45 min); --resume continues from the last checkpoint under

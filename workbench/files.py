@@ -9,7 +9,7 @@ is not a prefix of a record (NUL bytes, a list, text), a record failing its mode
 Files written whole (``config.json``, ``metrics.json``, ``entries.jsonl``: temp file, fsync, rename) tolerate
 nothing.
 
-JSON is read strictly: ``NaN``/``Infinity`` and duplicate keys are errors (Python's ``json`` accepts both, the
+JSON is read strictly: ``NaN``/``Infinity`` (and ``1e999``, which Python reads as infinity) and duplicate keys are errors (Python's ``json`` accepts both, the
 last duplicate silently winning), and so is nesting deeper than :data:`MAX_DEPTH` (instead of a ``RecursionError``).
 Records are validated with pydantic in strict JSON mode (no ``"yes"`` for a bool, no ``1.0`` for an int).
 """
@@ -19,6 +19,7 @@ from __future__ import annotations
 import errno
 import json
 import logging
+import math
 import os
 import re
 import tempfile
@@ -35,6 +36,7 @@ __all__ = [
     "Torn",
     "atomic_write_text",
     "check_file",
+    "present",
     "cut_torn_tail",
     "describe",
     "is_torn_prefix",
@@ -92,6 +94,12 @@ def _jsonable(x: Any) -> bool:
         return False
 
 
+def present(path: str | os.PathLike) -> bool:
+    """Whether anything is at ``path`` (a dangling symlink or a symlink loop counts: reading it is an error,
+    not an empty file)."""
+    return os.path.lexists(path)
+
+
 def check_file(path: str | os.PathLike, what: str = "file") -> Path:
     """``path`` as a Path, if it is a readable regular file.
 
@@ -140,6 +148,13 @@ def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not a number JSON allows")
 
 
+def _finite_float(text: str) -> float:
+    x = float(text)
+    if not math.isfinite(x):
+        raise ValueError(f"{text} is out of a float's range (it would read as infinity)")
+    return x
+
+
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict:
     out: dict = {}
     for k, v in pairs:
@@ -180,7 +195,8 @@ def loads_strict(text: str, path: str | os.PathLike, where: str = "") -> Any:
     if (d := _depth(text)) > MAX_DEPTH:
         raise FormatError(path, f"JSON nested {d} levels deep (at most {MAX_DEPTH})", where=where)
     try:
-        return json.loads(text, parse_constant=_no_constants, object_pairs_hook=_no_duplicates)
+        return json.loads(text, parse_constant=_no_constants, parse_float=_finite_float,
+                          object_pairs_hook=_no_duplicates)
     except json.JSONDecodeError as e:
         at = f"line {e.lineno} column {e.colno}" if not where else f"column {e.colno}"
         raise FormatError(path, f"not valid JSON ({e.msg} at {at})", where=where) from None

@@ -21,9 +21,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from workbench.eval.config import RunConfig, RunIdentity
+from workbench.eval.config import MAX_STEPS, RunConfig, RunIdentity
 from workbench.eval.metrics import by_task_type, episode_metrics
-from workbench.files import FormatError, read_json, read_json_model, read_jsonl_models, read_text
+from workbench.files import FormatError, present, read_json, read_json_model, read_jsonl_models, read_text
 from workbench.memory.base import MemoryBase
 from workbench.memory.keyed import key_diff
 from workbench.memory.trajectory import Trajectory, atomic_write_text
@@ -61,7 +61,7 @@ def read_config(folder: str | Path) -> ConfigFile:
         FormatError: names the file, the field and the fix.
     """
     path = Path(folder) / CONFIG_FILE
-    if not path.exists() and not path.is_symlink():
+    if not present(path):
         raise FileNotFoundError(f"{path}: not a run folder (no config.json)")
     return read_json_model(path, ConfigFile, "run config", fix=_NOT_RUN)
 
@@ -74,7 +74,7 @@ def episode_lines(path: str | Path) -> list[tuple[int, str, str]]:
         FormatError: a malformed line (naming it), or one task's episode twice.
     """
     path = Path(path)
-    if not path.exists():
+    if not present(path):
         return []
     text_lines = dict(enumerate(read_text(path, "episodes file").split("\n"), start=1))
     seen: dict[str, int] = {}
@@ -92,14 +92,14 @@ def episode_lines(path: str | Path) -> list[tuple[int, str, str]]:
 def read_episodes(folder: str | Path) -> list[Trajectory]:
     """The episodes of ``FOLDER/trajectories.jsonl`` (none when it is missing), strictly: see :func:`episode_lines`."""
     path = Path(folder) / EPISODES_FILE
-    if not path.exists():
+    if not present(path):
         return []
     return [t for _, t in read_jsonl_models(path, Trajectory, torn_ok=True, what="episodes file")]
 
 
 def _finite(x: Any, path: Path, where: str = "") -> None:
-    if isinstance(x, float) and not math.isfinite(x):
-        raise FormatError(path, f"field '{where}': not a finite number")
+    if isinstance(x, float) and not math.isfinite(x) or isinstance(x, int) and abs(x) > 2**63:
+        raise FormatError(path, f"field '{where}': not a finite number in range")
     if isinstance(x, dict):
         for k, v in x.items():
             _finite(v, path, f"{where}.{k}" if where else k)
@@ -112,16 +112,26 @@ def read_metrics(folder: str | Path) -> dict:
     """``FOLDER/metrics.json`` (an empty dict when the run is not complete), strictly: a JSON object of finite
     numbers whose ``n_episodes`` is a count."""
     path = Path(folder) / METRICS_FILE
-    if not path.exists():
+    if not present(path):
         return {}
     data = read_json(path, "metrics file")
     if not isinstance(data, dict):
         raise FormatError(path, f"a JSON {type(data).__name__}, where the metrics object belongs",
                           fix="delete it: `workbench run --resume` writes it again")
-    n = data.get("n_episodes", 0)
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise FormatError(path, f"field 'n_episodes': {n!r} is not a count",
-                          fix="delete it: `workbench run --resume` writes it again")
+    fix = "delete it: `workbench run --resume` writes it again"
+    _finite(data, path)
+    if not isinstance(by_type := data.get("by_task_type", {}), dict):
+        raise FormatError(path, "field 'by_task_type': not an object", fix=fix)
+    for where, m in [("", data), *((f"by_task_type.{k}.", v) for k, v in by_type.items())]:
+        if not isinstance(m, dict):
+            raise FormatError(path, f"field '{where.rstrip('.')}': not an object", fix=fix)
+        n = m.get("n_episodes", 0)
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise FormatError(path, f"field '{where}n_episodes': {n!r} is not a count", fix=fix)
+        for key, lo, hi in (("success_rate", 0, 1), ("avg_steps", 0, MAX_STEPS)):
+            v = m.get(key)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or not lo <= v <= hi):
+                raise FormatError(path, f"field '{where}{key}': {v!r} is not in [{lo}, {hi}]", fix=fix)
     return data
 
 
@@ -146,7 +156,7 @@ def check_resume(cfg: RunConfig, resume: bool) -> set[str]:
     cfg_path, rows = out / CONFIG_FILE, out / EPISODES_FILE
     if out.exists() and not out.is_dir():
         raise FormatError(out, "is a file, where a run folder belongs", fix="pass a folder as --out")
-    if cfg_path.exists() or cfg_path.is_symlink():
+    if present(cfg_path):
         saved = read_config(out)
         old = saved.run.model_dump()
         if not resume:
@@ -184,7 +194,7 @@ def write_run_config(cfg: RunConfig) -> None:
     out.mkdir(parents=True, exist_ok=True)
     record = {"run": cfg.identity(), "versions": versions()}
     # a run resumed under other versions (a later commit, a package upgrade) keeps those it was played with before
-    old = read_config(out).model_dump(exclude_defaults=True) if (out / CONFIG_FILE).exists() else {}
+    old = read_config(out).model_dump(exclude_defaults=True) if present(out / CONFIG_FILE) else {}
     earlier = [v for v in [*old.get("earlier_versions", []), old.get("versions")] if v]
     earlier = [v for i, v in enumerate(earlier) if v != record["versions"] and v not in earlier[:i]]
     if earlier:
@@ -210,5 +220,5 @@ def load_run(out: str | Path) -> tuple[list[Trajectory], dict, dict]:
     if not out.is_dir():
         raise (FormatError(out, "is a file, where a run folder belongs") if out.exists()
                else FileNotFoundError(f"{out}: no such run folder"))
-    config = read_config(out).model_dump(exclude_defaults=False) if (out / CONFIG_FILE).exists() else {}
+    config = read_config(out).model_dump(exclude_defaults=False) if present(out / CONFIG_FILE) else {}
     return read_episodes(out), read_metrics(out), config

@@ -14,7 +14,7 @@ from workbench.agents.teacher_forcing import teacher_forced_accuracy
 from workbench.envs.base import Task
 from workbench.envs.memory_base import expert_trajectories_for
 from workbench.eval.config import RunConfig, select_tasks
-from workbench.files import FormatError, iter_jsonl, read_json, read_json_model, read_jsonl_models
+from workbench.files import FormatError, iter_jsonl, present, read_json, read_json_model, read_jsonl_models
 from workbench.memory.keyed import canonical, read_keyed_json
 from workbench.memory.trajectory import (
     Trajectory,
@@ -95,7 +95,7 @@ def read_teacher_forced_parts(path: str | Path, key: dict) -> dict[str, dict]:
     """Task id -> part of the append-only ``teacher_forced.parts.jsonl`` scored under ``key`` (a torn last line
     skipped; any other malformed line an error)."""
     path = Path(path)
-    if not path.exists():
+    if not present(path):
         return {}
     want = canonical(key)
     read_jsonl_models(path, TFPartLine, torn_ok=True, what="teacher forcing parts")  # every line checked

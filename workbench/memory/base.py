@@ -33,7 +33,7 @@ from pydantic import (
     field_validator,
 )
 
-from workbench.files import FormatError, Torn, atomic_write_text, read_jsonl_models
+from workbench.files import FormatError, Torn, atomic_write_text, present, read_jsonl_models
 from workbench.memory.trajectory import MAX_VERSION, Id, MemoryEntry, Trajectory
 
 log = logging.getLogger("workbench.memory")
@@ -169,7 +169,7 @@ def read_store(root: str | os.PathLike) -> StoreState:
     entries_path, history_path = root / ENTRIES_FILE, root / HISTORY_FILE
     st = StoreState()
     lines: dict[str, int] = {}
-    if entries_path.exists():
+    if present(entries_path):
         for i, e in read_jsonl_models(entries_path, MemoryEntry, torn_ok=False, what="memory base entries file"):
             if e.entry_id in st.entries:
                 raise FormatError(entries_path, f"field 'entry_id': duplicate id {e.entry_id!r} (also line "
@@ -177,7 +177,7 @@ def read_store(root: str | os.PathLike) -> StoreState:
                                   fix="keep one record per entry (older versions belong in history.jsonl)")
             st.entries[e.entry_id] = e
             lines[e.entry_id] = i
-    if not history_path.exists():
+    if not present(history_path):
         st.problems += [Problem(ENTRIES_FILE, lines[e], e, "has no build record in history.jsonl (the file is missing)",
                                 "", True) for e in st.entries]
         return st

@@ -20,6 +20,7 @@ from workbench.files import (
     cut_torn_tail,
     describe,
     iter_jsonl,
+    present,
     read_jsonl_models,
     read_text,
 )
@@ -164,7 +165,7 @@ def iter_jsonl_dicts(path: str | os.PathLike) -> Iterator[dict]:
     """Yield the JSON objects of an append-only JSONL file (a missing file holds none); a torn final line (a kill
     mid-append) is skipped and logged, any other malformed line is a :class:`TrajectoryFormatError`."""
     path = Path(path)
-    if not path.exists():
+    if not present(path):
         return
     for i, obj in iter_jsonl(path, torn_ok=True):
         if not isinstance(obj, dict):
