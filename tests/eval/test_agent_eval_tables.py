@@ -20,7 +20,7 @@ def make_folder(root, model, cond, wins):
     folder = root / model / cond
     folder.mkdir(parents=True)
     (folder / "trajectories.jsonl").write_text("".join(
-        json.dumps({"task_id": f"t{i}", "success": w}) + "\n" for i, w in enumerate(wins)))
+        json.dumps({"task_id": f"t{i}", "goal": "g", "success": w}) + "\n" for i, w in enumerate(wins)))
     (folder / "metrics.json").write_text(json.dumps({"n_episodes": len(wins), "success_rate": sum(wins) / len(wins),
                                                      "avg_steps": 30.0, "memory_tokens": 5, "by_task_type": {}}))
 

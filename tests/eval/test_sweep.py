@@ -92,6 +92,163 @@ def test_cli_refuses_a_bad_grid_before_running(tmp_path, capsys):
     assert "no such grid file" in capsys.readouterr().err
 
 
+_A = "configurations: [{name: a, memory: none, %s}]"
+
+
+@pytest.mark.parametrize("body, message", [
+    # task slices, checked against the split's 134 tasks
+    (_A % "tasks: ''", "configuration 'a': key 'tasks': tasks '': expected a slice"),
+    (_A % "tasks: '::'", "key 'tasks': tasks '::': expected a slice"),
+    (_A % "tasks: '-1:'", "key 'tasks': tasks '-1:': expected a slice"),
+    (_A % "tasks: '0:99999'", "key 'tasks': tasks '0:99999': stop 99999 is past the split's 134 tasks"),
+    (_A % "tasks: '134:'", "key 'tasks': tasks '134:': start 134 is past the split's 134 tasks"),
+    (_A % "tasks: '5:5'", "key 'tasks': tasks '5:5' selects no task of 134"),
+    (_A % "tasks: '0:20:0'", "key 'tasks': tasks '0:20:0': the step must be at least 1"),
+    (_A % "tasks: '1_0:20'", "key 'tasks': tasks '1_0:20': expected a slice"),
+    (_A % "tasks: '١:٢'", "key 'tasks': tasks '١:٢': expected a slice"),
+    (_A % "tasks: 5", "key 'tasks': expected a task slice as a string, got 5; quote it"),
+    (_A % "tasks: 10:20", None),  # YAML 1.1 would read 620 (base 60): here it is the string "10:20"
+    (_A % "teacher_forcing_tasks: [0, 20]", "key 'teacher_forcing_tasks': expected a task slice as a string"),
+    # numbers
+    (_A % "max_steps: 1e30", "key 'max_steps': expected an integer, got 1e+30"),
+    (_A % "max_steps: 1.0e+30", "key 'max_steps': expected an integer, got 1e+30"),
+    (_A % "max_steps: 0", "key 'max_steps': 0 is out of range (1..1000)"),
+    (_A % "max_steps: 5000", "key 'max_steps': 5000 is out of range (1..1000)"),
+    (_A % "max_steps: .inf", "key 'max_steps': expected an integer, got '.inf'"),
+    (_A % "max_steps: 1_0", "key 'max_steps': expected an integer, got '1_0'"),
+    (_A % "max_steps: true", "key 'max_steps': expected an integer, got True"),
+    (_A % "seed: -1", "key 'seed': -1 is out of range"),
+    (_A % "teacher_forcing: yes", "key 'teacher_forcing': expected true or false, got 'yes'"),
+    # lists
+    (_A % "task_types: pick", "key 'task_types': expected a list of task types, got 'pick'"),
+    (_A % "task_types: [pick, pik]", "key 'task_types': 'pik' is not a task type"),
+    (_A % "task_types: [pick, pick]", "key 'task_types': ['pick', 'pick'] names one value twice"),
+    (_A % "task_types: [1]", "key 'task_types': expected a list of task types"),
+    # strings, names, the file's own keys
+    (_A % "model: ''", "key 'model': empty"),
+    (_A % "dtype: null", "key 'dtype': expected a string, got None"),
+    ("configurations: [{name: 1.10, memory: none}]", "configuration #1: key 'name': expected a non-empty string, "
+                                                      "got 1.1 (quote it)"),
+    ("configurations: [{name: a, memory: none}]\ndescription: [x]", "key 'description': expected a string"),
+    ("configurations: [{name: a, memory: none}]\norder: [configs]", "key 'order': ['configs'] is not one of"),
+    ("configurations: [{name: a, memory: none}]\n1: x", "unknown top-level key 1"),
+    ("grid: {max_steps: [3, 3]}", "grid: key 'max_steps': a value is listed twice"),
+    ("grid: {max_steps: [3, 1e30]}", "grid: key 'max_steps': expected an integer"),
+    (f"grid: {{seed: {list(range(30))}, max_steps: {list(range(1, 31))}, budget: {list(range(1, 31))}}}",
+     "the grid expands to 27000 configurations (at most 10000)"),
+    ("configurations: [{name: a, memory: traj}, {name: b, memory: traj}]\nadopt_same_memory: {a: a}",
+     "adopt_same_memory: 'a' names itself"),
+    ("configurations: [{name: a, memory: traj}]\nadopt_same_memory: {a: [b]}", "expected NAME: REFERENCE"),
+    # duplicate keys: YAML would keep the last silently
+    ("configurations: [{name: a, memory: none, max_steps: 3, max_steps: 4}]",
+     "line 2 column 56: not valid YAML (key 'max_steps' appears twice in one mapping (first on line 2)"),
+    ("configurations:\n  - name: a\n    memory: none\n    memory: traj", "line 5 column 5: not valid YAML (key "
+                                                                       "'memory' appears twice in one mapping "
+                                                                       "(first on line 4)"),
+    ("configurations: [{name: a, memory: none}]\nconfigurations: [{name: b, memory: none}]",
+     "key 'configurations' appears twice"),
+    # deep nesting: a RecursionError in the YAML parser, before
+    ("configurations: " + "[" * 5000 + "]" * 5000, "nested too deep"),
+])
+def test_malformed_grid_values_are_named(tmp_path, body, message):
+    path = _write(tmp_path, f"out: {tmp_path / 'o'}\n{body}\n")
+    if message is None:
+        assert load_grid(path).configs[0].tasks == "10:20"
+        return
+    with pytest.raises(GridError) as err:
+        load_grid(path)
+    assert str(path) in str(err.value) and message in str(err.value), str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_a_grid_file_that_is_not_a_readable_text_file(tmp_path):
+    folder = tmp_path / "grid.yaml"
+    folder.mkdir()
+    with pytest.raises(GridError, match=r"grid\.yaml: is a directory, where a grid file belongs"):
+        load_grid(folder)
+    loop = tmp_path / "loop.yaml"
+    loop.symlink_to(loop)
+    with pytest.raises(GridError, match=r"loop\.yaml: a symlink loop"):
+        load_grid(loop)
+    latin = tmp_path / "latin.yaml"
+    latin.write_bytes(f"out: {tmp_path / 'o'}\n# caf\xe9\nconfigurations: [{{memory: none}}]\n".encode("latin-1"))
+    with pytest.raises(GridError, match=r"latin\.yaml: line 2: not UTF-8 text \(byte 0xe9"):
+        load_grid(latin)
+
+
+def test_set_reads_slices_as_strings_and_refuses_bad_values(tmp_path):
+    from workbench.eval.sweep import parse_overrides
+
+    assert parse_overrides(["tasks=10:20", "max_steps=017", "teacher_forcing=false"]) == {
+        "tasks": "10:20", "max_steps": 17, "teacher_forcing": False}
+    with pytest.raises(GridError, match="--set max_steps: given twice"):
+        parse_overrides(["max_steps=3", "max_steps=4"])
+    with pytest.raises(GridError, match=r"--set x=\[: line 1 column 2: not valid YAML"):
+        parse_overrides(["x=["])
+    path = _write(tmp_path, GRID.format(out=tmp_path / "o", model="smollm2-135m-alfworld"))
+    for items, message in ((["tasks=-1:"], "key 'tasks': tasks '-1:'"), (["max_steps=1e30"], "expected an integer"),
+                           (["task_types=pick"], "expected a list of task types")):
+        with pytest.raises(GridError, match=message):
+            load_grid(path, overrides=parse_overrides(items))
+
+
+def test_the_cli_names_the_grid_for_a_directory_and_a_deep_file(tmp_path, capsys):
+    (tmp_path / "dir.yaml").mkdir()
+    assert main(["sweep", str(tmp_path / "dir.yaml"), "--dry-run"]) == 2
+    assert "dir.yaml: is a directory" in capsys.readouterr().err
+    deep = _write(tmp_path, "out: o\nconfigurations: " + "[" * 5000 + "]" * 5000 + "\n")
+    assert main(["sweep", str(deep), "--dry-run"]) == 2
+    assert "grid.yaml: nested too deep" in capsys.readouterr().err
+
+
+def test_sweep_records_and_metrics_are_read_strictly(tmp_path):
+    from workbench.eval.sweep import _status, state_path
+    from workbench.files import FormatError
+
+    grid = load_grid(_write(tmp_path, GRID.format(out=tmp_path / "o", model="smollm2-135m-alfworld")))
+    out = Path(grid.out)
+    out.mkdir()
+    assert state_path(grid) == out / "sweep.json"
+    (out / "sweep.json").write_text('{"grid": "other.yaml", "invocations": []}')
+    assert state_path(grid) == out / "sweep.grid.json"  # another grid's record: this one keeps its own
+    for text, message in (('{"grid": "g", "grid": "h"}', "key 'grid' appears twice"),
+                          ("[]", "holds a JSON list"),
+                          ('{"grid": 3}', "field 'grid': Input should be a valid string"),
+                          ('{"grid": "g", "invocations": [{"started": "yesterday", "configurations": []}]}',
+                           "invocation 0: field 'started'"),
+                          ("", "empty")):
+        (out / "sweep.json").write_text(text)
+        with pytest.raises(FormatError) as err:
+            state_path(grid)
+        assert str(out / "sweep.json") in str(err.value) and message in str(err.value)
+    (out / "sweep.json").unlink()
+    cfg = grid.configs[0]
+    Path(cfg.out).mkdir()
+    metrics = Path(cfg.out) / "metrics.json"
+    assert _status(cfg) == {"complete": False}
+    metrics.write_text('{"n_episodes": 1, "success_rate": 1.0, "teacher_forced": {"accuracy": 0.5}}')
+    assert _status(cfg) == {"complete": True, "n_episodes": 1, "success_rate": 1.0, "teacher_forced": 0.5}
+    for text, message in (('{"n_episodes": 1, "success_rate": NaN}', "NaN"), ("[1]", "holds a JSON list"),
+                          ('{"n_episodes": "1"}', "field 'n_episodes': expected int"),
+                          ('{"teacher_forced": 0.5}', "field 'teacher_forced': expected dict")):
+        metrics.write_text(text)
+        with pytest.raises(FormatError) as err:
+            _status(cfg)
+        assert str(metrics) in str(err.value) and message in str(err.value)
+    metrics.unlink()
+    metrics.mkdir()
+    with pytest.raises(FormatError, match="is a directory"):
+        _status(cfg)
+
+
+def test_every_committed_grid_loads(tmp_path):
+    root = Path(__file__).resolve().parents[2]
+    paths = sorted((root / "grids").glob("*.yaml"))
+    assert paths
+    for path in paths:
+        assert load_grid(path, out=str(tmp_path / path.stem)).configs
+
+
 @pytest.mark.game
 def test_sweep_folders_are_what_run_writes_and_it_resumes(tiny_model_dir, tmp_path):
     grid = load_grid(_write(tmp_path, GRID.format(out=tmp_path / "grid", model=tiny_model_dir)))

@@ -169,3 +169,63 @@ def test_tasks_waiting_for_a_same_memory_reference_are_counted_apart(tmp_path):
     from workbench.eval.sweep_status import format_status
 
     assert "1 of those wait for a same-memory reference" in format_status(list(rows.values()))
+
+
+def test_a_malformed_sweep_record_is_named_not_skipped(grid, sleeper):
+    """A record that cannot be read could hide a live sweep: it is an error naming the file, the invocation and
+    the field, where it used to be skipped."""
+    from workbench.files import FormatError
+
+    out = Path(grid.out)
+    out.mkdir(parents=True)
+    live = invocation(sleeper.pid, ["a"])
+    for record, message in (
+            ({"invocations": [live, live | {"pid": str(sleeper.pid)}]}, "invocation 1: field 'pid'"),
+            ({"invocations": [live | {"pid_started": "now"}]}, "invocation 0: field 'pid_started'"),
+            ({"invocations": [live | {"started": "2026-13-45T99:00:00"}]}, "invocation 0: field 'started'"),
+            ({"invocations": [live | {"configurations": "a"}]}, "invocation 0: field 'configurations'"),
+            ({"invocations": [live | {"pids": 3}]}, "invocation 0: field 'pids': Extra inputs"),
+            ({"invocations": [live | {"finished": 5}]}, "invocation 0: field 'finished'"),
+            ({"invocations": live}, "field 'invocations'"),
+            ({"invocation": [live]}, "field 'invocation': Extra inputs"),
+            ([live], "holds a JSON list")):
+        (out / "sweep.json").write_text(json.dumps(record))
+        for call in (lambda: refuse_concurrent(out, ["a"]), lambda: sweep_status(grid)):
+            with pytest.raises(FormatError) as err:
+                call()
+            assert str(out / "sweep.json") in str(err.value) and message in str(err.value), str(err.value)
+    (out / "sweep.json").write_text(json.dumps({"invocations": [live]})[:-5])  # cut short
+    with pytest.raises(FormatError, match=r"sweep\.json: not valid JSON"):
+        refuse_concurrent(out, ["a"])
+    (out / "sweep.json").unlink()
+    (out / "sweep.json").mkdir()
+    with pytest.raises(FormatError, match=r"sweep\.json: is a directory"):
+        refuse_concurrent(out, ["a"])
+    (out / "sweep.json").rmdir()
+    (out / "sweeping-notes.json").write_text("not a record")  # not a sweep record's name: not read
+    refuse_concurrent(out, ["a"])
+
+
+def test_an_episode_line_that_is_not_a_record_is_named(grid):
+    from workbench.files import FormatError
+
+    ids = [t.task_id for t in select_tasks(grid.configs[0])]
+    a = Path(grid.configs[0].out)
+    a.mkdir(parents=True)
+    good = episode(ids[0], True)
+    for text, message in ((good + "\n{torn in the middle\n" + good + "\n", "line 2"),
+                          (good + "\n" + json.dumps({"goal": "g", "success": True}) + "\n",
+                           "line 2: field 'task_id': Field required"),
+                          (good + "\n" + json.dumps({"task_id": ids[1], "success": "yes"}) + "\n",
+                           "line 2: field 'success'"),
+                          (good + "\n" + json.dumps({"task_id": "", "success": True}) + "\n",
+                           "line 2: field 'task_id'"),
+                          (good + "\n[1, 2]\n", "line 2: a JSON list"),
+                          (good + "\n" + good[:-1] + ', "success": false}\n', "line 2: key 'success' appears twice"),
+                          (good + "\n\x00\x00\x00", "line 2")):  # not a torn record: refused, even last
+        (a / "trajectories.jsonl").write_text(text)
+        with pytest.raises(FormatError) as err:
+            sweep_status(grid)
+        assert str(a / "trajectories.jsonl") in str(err.value) and message in str(err.value), str(err.value)
+    (a / "trajectories.jsonl").write_text(good + "\n" + good[:20])  # a torn last line: skipped
+    assert {r.name: r.played for r in sweep_status(grid)}["a"] == 1

@@ -8,6 +8,7 @@ import os
 import pytest
 from fuzz_tally import TALLY
 
+
 @pytest.fixture(scope="session", autouse=True)
 def _report():
     yield

@@ -3,10 +3,8 @@ $WORKBENCH_FUZZ_REPORT)."""
 
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter, defaultdict
-
 
 TALLY: dict[str, Counter] = defaultdict(Counter)
 

@@ -11,11 +11,11 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from fuzz_tally import TALLY, examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from fuzz_tally import TALLY, examples
 from mutations import damaged_file, place
+
 from workbench.eval.config import DTYPES, MAX_STEPS, RunConfig
 from workbench.eval.run_folder import (
     batch_metrics,
@@ -27,7 +27,13 @@ from workbench.eval.run_folder import (
 from workbench.eval.teacher_forced import combine_teacher_forced, read_teacher_forced
 from workbench.files import FormatError
 from workbench.memory.base import MemoryBase, MemoryBaseIntegrityError, read_store
-from workbench.memory.trajectory import MAX_VERSION, MemoryEntry, Segment, Step, Trajectory
+from workbench.memory.trajectory import (
+    MAX_VERSION,
+    MemoryEntry,
+    Segment,
+    Step,
+    Trajectory,
+)
 
 SETTINGS = settings(max_examples=examples(130), derandomize=True, database=None, deadline=None,
                     suppress_health_check=list(HealthCheck))

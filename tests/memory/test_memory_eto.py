@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -176,3 +177,104 @@ def test_export_refuses_what_it_cannot_write_back() -> None:
         trajectory_to_eto(bad_thought)
     with pytest.raises(ValueError, match="style"):
         trajectory_to_eto(traj, style="chatml")  # type: ignore[arg-type]
+
+
+# ---- strict reading (issue 43) ----
+
+from workbench.files import FormatError  # noqa: E402
+
+
+@pytest.mark.parametrize(("rec_id", "shown"), [(None, "null"), ([1], "[1]"), ("", "''"), ("  ", "'  '"),
+                                                (True, "true"), (1.5, "1.5"), ({"a": 1}, '{"a": 1}')])
+def test_a_record_id_must_be_a_non_empty_string_or_an_integer(tmp_path: Path, rec_id, shown: str) -> None:
+    path = _write(tmp_path, [_eto_record(), _valid(id=rec_id)])
+    with pytest.raises(FormatError) as info:
+        import_eto(path)
+    assert f"{path}: record 1: id: {shown}: expected a non-empty string (or an integer)" in str(info.value)
+
+
+def test_an_integer_id_is_read_as_its_string(tmp_path: Path) -> None:
+    rec = _valid(id=17)
+    del rec["game_file"]
+    (traj,) = import_eto(_write(tmp_path, [rec]))
+    assert traj.task_id == "17" and traj.meta["eto_id"] == 17
+
+
+def test_two_records_with_one_id_are_named(tmp_path: Path) -> None:
+    path = _write(tmp_path, [_eto_record(), _valid(id="other"), _eto_record()])
+    with pytest.raises(FormatError, match=r"bad\.json: record 2: id 'eto-17' appears twice \(record 0 and record 2\)"):
+        import_eto(path)
+    path = _write(tmp_path, [_valid(id=5), _valid(id="5")])  # the same id once read as a string
+    with pytest.raises(FormatError, match=r"id '5' appears twice \(record 0 and record 1\)"):
+        import_eto(path)
+    jsonl = tmp_path / "bad.jsonl"
+    jsonl.write_text(json.dumps(_eto_record()) + "\n\n" + json.dumps(_eto_record()) + "\n")
+    with pytest.raises(FormatError, match=r"bad\.jsonl: line 3: id 'eto-17' appears twice \(line 1 and line 3\)"):
+        import_eto(jsonl)
+
+
+@pytest.mark.parametrize(("name", "text", "expected"), [
+    ("one.json", json.dumps(_eto_record()), "holds a single JSON object, where a list of records belongs"),
+    ("one.json", json.dumps(_eto_record(), indent=2), "holds a single JSON object, where a list of records belongs"),
+    ("empty.json", "[]", "an empty list: no ETO records"),
+    ("empty.json", "", "empty, where ETO records belong"),
+    ("empty.jsonl", "\n  \n", "empty, where ETO records belong"),
+    ("num.json", "5", "holds a JSON number, where a list of ETO records belongs"),
+    ("null.json", "null", "holds a JSON null"),
+    ("nan.json", '[{"id": NaN}]', "NaN is not a number JSON allows"),
+    ("dup.json", '[{"id": "a", "id": "b"}]', "key 'id' appears twice in one object"),
+    ("deep.json", "[" * 5000 + "]" * 5000, "nested 5000 levels deep"),
+    ("dup.jsonl", '{"id": "a", "id": "b"}\n', "line 1: key 'id' appears twice"),
+    ("list.jsonl", "[1]\n", "line 1: expected an object with 'id' and 'conversations', got list"),
+])
+def test_what_is_not_a_list_of_records_is_named(tmp_path: Path, name: str, text: str, expected: str) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(FormatError) as info:
+        import_eto(path)
+    assert str(path) in str(info.value) and expected in str(info.value), str(info.value)
+
+
+def test_one_record_per_line_is_fine_in_a_jsonl_file(tmp_path: Path) -> None:
+    path = tmp_path / "one.jsonl"
+    path.write_text(json.dumps(_eto_record()) + "\n")
+    assert len(import_eto(path)) == 1
+    path = tmp_path / "two.json"  # JSONL under a .json name: one record per line still reads
+    path.write_text(json.dumps(_eto_record()) + "\n" + json.dumps(_valid(id="b")) + "\n")
+    assert len(import_eto(path)) == 2
+
+
+def test_a_directory_a_symlink_loop_and_latin1_are_named(tmp_path: Path) -> None:
+    (tmp_path / "dir.json").mkdir()
+    with pytest.raises(FormatError, match=r"dir\.json: is a directory"):
+        import_eto(tmp_path / "dir.json")
+    (tmp_path / "loop.json").symlink_to(tmp_path / "loop.json")
+    with pytest.raises(FormatError, match=r"loop\.json: a symlink loop"):
+        import_eto(tmp_path / "loop.json")
+    (tmp_path / "latin.json").write_bytes(json.dumps([_valid(id="caf\u00e9")], ensure_ascii=False).encode("latin-1"))
+    with pytest.raises(FormatError, match=r"latin\.json: line 1: not UTF-8"):
+        import_eto(tmp_path / "latin.json")
+
+
+def test_workbench_meta_is_read_strictly(tmp_path: Path) -> None:
+    for meta, field in (({"task_id": "x", "success": "true"}, "workbench_meta.success"),
+                        ({"task_id": ""}, "workbench_meta.task_id"),
+                        ({"task_id": "x", "dones": [1]}, "workbench_meta.dones.0")):
+        path = _write(tmp_path, [_valid(workbench_meta=meta)])
+        with pytest.raises(FormatError, match=rf"record 0 \(id 'eto-17'\): {re.escape(field)}"):
+            import_eto(path)
+
+
+def test_several_trajectories_of_one_task_export_distinct_ids(tmp_path: Path) -> None:
+    trajs = [make_traj(), make_traj(success=False), make_traj(n_steps=2)]
+    path = export_eto(trajs, tmp_path / "eto.json")
+    ids = [r["id"] for r in json.loads(path.read_text())]
+    assert ids == [CLEAN_APPLE_ID, f"{CLEAN_APPLE_ID}#2", f"{CLEAN_APPLE_ID}#3"]
+    assert import_eto(path) == trajs
+    bare = export_eto(trajs, tmp_path / "bare.json", with_meta=False)  # no workbench_meta: the id names the task
+    assert [t.task_id for t in import_eto(bare)] == [CLEAN_APPLE_ID] * 3
+    clash = make_traj(meta={"eto_id": f"{CLEAN_APPLE_ID}#2"}, task_id="valid_train/other-A-B-C-1/trial_T1")
+    with pytest.raises(ValueError, match="would share the record id"):
+        export_eto([*trajs[:2], clash], tmp_path / "clash.json")
+    with pytest.raises(ValueError, match="no trajectories"):
+        export_eto([], tmp_path / "none.json")

@@ -35,13 +35,14 @@ def make_folder(root, model, cond, wins, tf_hits, dtype=None, tf_dtype=None):
                                                         "versions": {}}))
     if wins:
         (folder / "trajectories.jsonl").write_text("".join(
-            json.dumps({"task_id": f"t{i}", "success": w}) + "\n" for i, w in enumerate(wins)))
+            json.dumps({"task_id": f"t{i}", "goal": "g", "success": w}) + "\n" for i, w in enumerate(wins)))
         (folder / "metrics.json").write_text(json.dumps({
             "n_episodes": len(wins), "success_rate": sum(wins) / len(wins), "avg_steps": 30.0, "memory_tokens": 5,
             "by_task_type": {"pick": {"success_rate": sum(wins) / len(wins)}},
             "sr_at_k": {"10": sum(wins[:2]) / len(wins), "50": sum(wins) / len(wins)},
             "action_patterns": {"oscillation": 0.9, "repeat": 0.0, "distinct_actions": 2.5, "navigation": 0.95,
-                                "took_object": sum(wins) / len(wins)}}))
+                                "took_object": sum(wins) / len(wins), "put_back": 0.0, "failed_oscillation": 0.0,
+                                "failed_oscillating": 0.0}}))
     if tf_hits:
         steps = [{"task_id": "t0", "step": i, "expert": "a", "chosen": "a" if h else "b", "p_expert": 0.5}
                  for i, h in enumerate(tf_hits)]
@@ -323,6 +324,10 @@ def test_a_record_older_than_a_measure_gets_it_from_its_episodes(tmp_path):
     from workbench.memory.trajectory import Step, Trajectory, write_jsonl
 
     folder = make_folder(tmp_path, "m", "traj", [False, True], None)
+    m = json.loads((folder / "metrics.json").read_text())
+    for key in ("put_back", "failed_oscillation", "failed_oscillating"):  # a record older than these measures
+        del m["action_patterns"][key]
+    (folder / "metrics.json").write_text(json.dumps(m))
     acts = [["take mug 1 from desk 1", "put mug 1 in/on desk 1"], ["take mug 1 from desk 1", "go to shelf 1"]]
     write_jsonl(folder / "trajectories.jsonl", [
         Trajectory(task_id=f"t{i}", goal="g", success=bool(i), steps=tuple(Step(observation="o", action=x) for x in a))

@@ -15,42 +15,103 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
 import torch
 from jaxtyping import Float
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from torch import Tensor
 from tqdm.auto import tqdm
 
 from workbench.attention.capture import AttentionCapture
-from workbench.attention.head_set import Head, HeadSet
+from workbench.attention.head_set import MAX_INDEX, Head, HeadSet, check_heads
+from workbench.files import FormatError, read_json_model
 from workbench.memory.trajectory import atomic_write_text
 from workbench.models.loading import LoadedModel
 from workbench.models.registry import get_model_spec, list_models
 
-__all__ = ["HeadScores", "HeadScoresRecord", "SupervisionPair", "score_heads", "default_retrieval_heads",
-           "save_default_retrieval_heads", "require_registered_name", "HEADS_ASSETS"]
+__all__ = ["HeadScores", "HeadScoresRecord", "RetrievalHeadsFile", "SupervisionPair", "score_heads",
+           "default_retrieval_heads", "read_retrieval_heads", "save_default_retrieval_heads", "require_registered_name",
+           "HEADS_ASSETS"]
 
 HEADS_ASSETS = Path(__file__).resolve().parents[1] / "assets" / "heads"
 
 
-def default_retrieval_heads(model_name: str) -> list[Head]:
+_Index = Annotated[int, Field(ge=0, lt=MAX_INDEX)]  # a layer or a head index
+_HeadPair = tuple[_Index, _Index]
+
+
+def _distinct(heads: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    first: dict[tuple[int, int], int] = {}
+    for i, h in enumerate(heads):
+        if h in first:
+            raise ValueError(f"duplicate head {list(h)}: it appears twice (entries {first[h]} and {i}); "
+                             "list each head once")
+        first[h] = i
+    return heads
+
+
+class RetrievalHeadsFile(BaseModel):
+    """A committed retrieval-heads file (``assets/heads/<model>.json``): the model, its heads and where they
+    came from. Each head is ``[layer, head]``, two JSON integers in ``0..MAX_INDEX-1``; at least one, none twice."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    model: str = Field(min_length=1)
+    heads: list[_HeadPair] = Field(min_length=1)
+    source: str = Field(min_length=1)  # the command (and commit) that chose them
+    note: str = ""
+
+    @field_validator("heads")
+    @classmethod
+    def _distinct_heads(cls, heads: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        return _distinct(heads)
+
+
+_HEADS_FIX = ("write it as {\"model\": NAME, \"heads\": [[LAYER, HEAD], ...], \"source\": HOW} (or re-save it with "
+              "`workbench heads score --save-default`)")
+
+
+def read_retrieval_heads(path: str | Path, model_name: str | None = None) -> list[Head]:
+    """The heads of a retrieval-heads file (:class:`RetrievalHeadsFile`), checked strictly.
+
+    Raises:
+        FileNotFoundError: no such file.
+        FormatError: not such a file (naming the file and field), or it names another model than ``model_name``.
+    """
+    record = read_json_model(path, RetrievalHeadsFile, "retrieval-heads file", fix=_HEADS_FIX)
+    if model_name is not None and record.model != model_name:
+        raise FormatError(path, f"field 'model' is {record.model!r}, expected {model_name!r}",
+                          fix=f"the file must be named after the model it belongs to ({record.model}.json)")
+    return [(layer, head) for layer, head in record.heads]
+
+
+def default_retrieval_heads(model_name: str, shape: tuple[int, int] | None = None) -> list[Head]:
     """The committed retrieval heads of a registered model (``assets/heads/<name>.json``, with where they came from).
+
+    Args:
+        shape: ``(n_layers, n_heads)`` of the model, when known: every head must exist in it.
 
     Raises:
         FileNotFoundError: none committed for this model; the message says how to score them.
+        FormatError: the file is malformed (naming the file and field), or belongs to another model.
+        ValueError: a head the model (of ``shape``) does not have.
     """
     path = HEADS_ASSETS / f"{model_name}.json"
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         known = sorted(p.stem for p in HEADS_ASSETS.glob("*.json"))
         raise FileNotFoundError(
             f"no committed retrieval heads for model '{model_name}' (committed: {', '.join(known) or 'none'}); "
             f"score them with `workbench heads score --model {model_name} --split valid_seen --out F` and pass "
             "--scores F, or pass --heads LAYER.HEAD ...")
-    data = json.loads(path.read_text(encoding="utf-8"))
-    if data.get("model") != model_name:
-        raise ValueError(f"{path}: field 'model' is {data.get('model')!r}, expected {model_name!r}")
-    return [(int(layer), int(head)) for layer, head in data["heads"]]
+    heads = read_retrieval_heads(path, model_name)
+    if shape is not None:
+        try:
+            HeadSet(tuple(heads)).validate(*shape)
+        except ValueError as e:
+            raise FormatError(path, str(e), where="field 'heads'",
+                              fix="score the heads of this model again and re-save them") from None
+    return heads
 
 
 def require_registered_name(model_name: str) -> None:
@@ -79,13 +140,13 @@ def save_default_retrieval_heads(model_name: str, heads: Sequence[Head], source:
             committed for this model and ``replace`` is not set.
     """
     require_registered_name(model_name)
-    heads = [(int(layer), int(head)) for layer, head in heads]
-    if not heads:
-        raise ValueError("no heads to save")
+    heads = check_heads(heads, "heads to save")
+    if not source.strip():
+        raise ValueError("source: say how the heads were obtained (command, supervision set, commit)")
     path = Path(folder or HEADS_ASSETS) / f"{model_name}.json"
     if path.exists() and not replace:
-        old = json.loads(path.read_text(encoding="utf-8")).get("heads")
-        if [tuple(h) for h in old or ()] != heads:
+        old = read_retrieval_heads(path, model_name)
+        if old != heads:
             raise ValueError(f"{path} already names other heads for '{model_name}' ({old}); pass --replace to "
                              "overwrite it (the old file stays in git history)")
     record = {"model": model_name, "heads": [list(h) for h in heads], "source": source,
@@ -101,14 +162,19 @@ SupervisionPair = tuple[Sequence[int], Sequence[int]]  # (token_ids, key_positio
 class HeadScoresRecord(BaseModel):
     """On-disk form of :class:`HeadScores` (JSON)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
-    model_name: str
-    n_layers: int
-    n_heads: int
-    n_pairs: int
-    scores: list[list[float]]  # [n_layers][n_heads]
-    top_heads: list[tuple[int, int]] = []  # (layer, head_index) by descending score, for readers without torch
+    model_name: str = Field(min_length=1)
+    n_layers: int = Field(ge=1, le=MAX_INDEX)
+    n_heads: int = Field(ge=1, le=MAX_INDEX)
+    n_pairs: int = Field(ge=0)
+    scores: list[list[Annotated[float, Field(allow_inf_nan=False)]]]  # [n_layers][n_heads]
+    top_heads: list[_HeadPair] = []  # (layer, head_index) by descending score, for readers without torch
+
+    @field_validator("top_heads")
+    @classmethod
+    def _distinct_heads(cls, heads: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        return _distinct(heads)
 
     @model_validator(mode="after")
     def _shape(self) -> HeadScoresRecord:
@@ -117,6 +183,7 @@ class HeadScoresRecord(BaseModel):
                 f"scores must be {self.n_layers} rows of {self.n_heads} floats (n_layers x n_heads); "
                 f"got {len(self.scores)} rows of lengths {sorted({len(r) for r in self.scores})}"
             )
+        HeadSet(tuple(self.top_heads)).validate(self.n_layers, self.n_heads)
         return self
 
 
@@ -174,18 +241,14 @@ class HeadScores:
             model_name: when given, the scores must belong to this model.
 
         Raises:
-            ValueError: the file is not a HeadScoresRecord, or belongs to another model.
+            FileNotFoundError: no such file.
+            FormatError: the file is not a strict HeadScoresRecord (naming the field), or belongs to another model.
         """
-        path = Path(path)
-        try:
-            record = HeadScoresRecord.model_validate(json.loads(path.read_text()))
-        except (json.JSONDecodeError, ValueError) as err:
-            raise ValueError(f"{path}: not a head-scores file ({err})") from None
+        record = read_json_model(path, HeadScoresRecord, "head-scores file",
+                                 fix="it is not a head-scores file: write one with `workbench heads score --out F`")
         if model_name is not None and record.model_name != model_name:
-            raise ValueError(
-                f"{path}: field model_name is '{record.model_name}' but scores of '{model_name}' were asked for; "
-                "score the heads of this model with score_heads()"
-            )
+            raise FormatError(path, f"field 'model_name' is '{record.model_name}' but scores of '{model_name}' were "
+                                    "asked for", fix="score the heads of this model with `workbench heads score`")
         return cls.from_record(record)
 
 

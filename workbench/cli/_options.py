@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 
 from workbench.agents.loop import DECODES
 from workbench.attention import HeadScores
+from workbench.attention.head_set import check_heads
 from workbench.eval.config import DTYPES
 from workbench.llm.registry import list_backends
 from workbench.memory.retrieval import list_retrievers
@@ -180,31 +182,56 @@ def scores_file(scores: str) -> str:
     return str(Path(scores) / SCORES_FILE) if Path(scores).is_dir() else scores
 
 
-def parse_heads(a: argparse.Namespace) -> list[tuple[int, int]] | None:
+_HEAD_ARG = re.compile(r"^([0-9]+)\.([0-9]+)$", re.ASCII)  # LAYER.HEAD in ASCII digits (no 1_0, no Arabic-Indic)
+
+
+def parse_heads(a: argparse.Namespace, shape: tuple[int, int] | None = None) -> list[tuple[int, int]] | None:
     """Heads of ``--heads L.H ...`` (None: take them from ``--scores``); checked before any model loads.
 
+    Each head is ``LAYER.HEAD``, two non-negative decimal integers in ASCII digits below
+    :data:`~workbench.attention.head_set.MAX_INDEX`; none twice; at least one when ``--heads`` is given.
+
+    Args:
+        shape: ``(n_layers, n_heads)`` of the model, when known: every head must exist in it.
+
     Raises:
-        ValueError: a head not written LAYER.HEAD, or neither option given.
+        ValueError: a head not written LAYER.HEAD, out of range or given twice, ``--heads`` with no head, or
+            neither option given.
     """
-    if a.heads:
-        try:
-            heads = [tuple(int(x) for x in h.split(".")) for h in a.heads]
-        except ValueError:
-            heads = []
-        if any(len(h) != 2 for h in heads) or not heads:
-            raise ValueError(f"--heads {' '.join(a.heads)}: write each head as LAYER.HEAD, e.g. 13.6")
-        return heads
+    if a.heads is not None:
+        if not a.heads:
+            raise ValueError("--heads: no head given; write each head as LAYER.HEAD, e.g. --heads 13.6 20.3 "
+                             "(or leave --heads out)")
+        heads = []
+        for h in a.heads:
+            m = _HEAD_ARG.match(h)
+            if not m:
+                raise ValueError(f"--heads {h}: write each head as LAYER.HEAD in decimal digits, e.g. 13.6")
+            heads.append((int(m.group(1)), int(m.group(2))))
+        return check_heads(heads, f"--heads {' '.join(a.heads)}", shape=shape)
     if not a.scores:
         raise ValueError("pass --scores (a head_scores.json from `workbench heads score`) or --heads LAYER.HEAD ...")
     return None
 
 
 def heads_or_top_k(heads: list[tuple[int, int]] | None, a: argparse.Namespace,
-                   model_name: str) -> list[tuple[int, int]]:
-    """The parsed ``--heads``, or the top ``--k`` of ``--scores`` (which must belong to ``model_name``)."""
-    if heads is not None:
-        return heads
-    return HeadScores.load(scores_file(a.scores), model_name=model_name).top_k(a.k)
+                   model_name: str, shape: tuple[int, int] | None = None) -> list[tuple[int, int]]:
+    """The parsed ``--heads``, or the top ``--k`` of ``--scores`` (which must belong to ``model_name``).
+
+    Args:
+        shape: ``(n_layers, n_heads)`` of the loaded model, when known: every head must exist in it.
+
+    Raises:
+        ValueError: ``--k`` below 1, a scores file that is malformed or of another model (naming the file and
+            field), or a head the model does not have.
+    """
+    if heads is None:
+        if a.k < 1:
+            raise ValueError(f"--k {a.k}: take at least one head")
+        heads = HeadScores.load(scores_file(a.scores), model_name=model_name).top_k(a.k)
+    if shape is not None:
+        check_heads(heads, "--heads" if a.heads else f"--scores {a.scores}", shape=shape)
+    return heads
 
 
 def print_summary(metrics: Mapping, first: Mapping | None = None, accuracy_only: bool = False) -> None:

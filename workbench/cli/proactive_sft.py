@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
-
-from workbench.cli._options import add_out, out_file
 from pathlib import Path
 
+from workbench.cli._options import add_out, out_file
 from workbench.eval.run_folder import EPISODES_FILE, load_run
 from workbench.files import FormatError, read_jsonl_models
 from workbench.memory.trajectory import Trajectory

@@ -21,9 +21,13 @@ def cmd_sweep(a: argparse.Namespace) -> int:
         a: the parsed ``workbench sweep`` options.
 
     Returns:
-        0; errors are raised (``main`` turns them into exit status 2).
+        0; errors are raised (``main`` turns them into exit status 2): a malformed grid file, ``--set`` value, sweep
+        record or metrics file is a ValueError (GridError, FormatError) naming the file, the line or record and the
+        key.
     """
-    grid = load_grid(a.grid, out=a.out, overrides=parse_overrides(a.set))
+    if a.dry_run and a.status:
+        raise ValueError("--dry-run and --status: give one (--dry-run checks the grid, --status reads its folders)")
+    grid = load_grid(a.grid, out=a.out, overrides=parse_overrides(a.set))  # GridError names the file and the key
     if a.dry_run:
         for cfg in grid.configs:
             print(json.dumps({"name": Path(cfg.out).name, **cfg.identity()}))

@@ -10,14 +10,17 @@ from workbench.agents.policy import replay
 from workbench.envs.base import Task
 from workbench.eval.config import RunConfig, policy_for, select_tasks
 from workbench.eval.run_folder import (
+    CONFIG_FILE,
     _episode_lines,
     check_resume,
     identity_diff,
     memory_base_digest,
     model_adapter_hash,
+    read_config,
     write_run_config,
 )
 from workbench.eval.sweep_status import refuse_live_folders
+from workbench.files import read_json
 from workbench.memory.trajectory import (
     Trajectory,
     atomic_write_text,
@@ -163,12 +166,10 @@ def _with_records(line: str, traj: Trajectory, records: list[tuple[dict, dict]],
 def _source_run(src: Path) -> tuple[dict, dict]:
     """(config.json, its run identity with today's defaults) of a run folder to adopt from."""
     try:
-        saved = json.loads((src / "config.json").read_text())
-        return saved, RunConfig(out="").identity() | saved.get("run", {})
+        cfg = read_config(src)  # strict: every field of its type and range
     except FileNotFoundError:
         raise FileNotFoundError(f"{src}: no run folder (no config.json) to adopt episodes from") from None
-    except (json.JSONDecodeError, AttributeError) as e:
-        raise ValueError(f"{src / 'config.json'}: not a run config ({e})") from None
+    return read_json(src / CONFIG_FILE), cfg.run.model_dump()
 
 
 def _check_same_agent(cfg: RunConfig, src: Path, saved: dict) -> None:
@@ -183,7 +184,7 @@ def _write_adopted(cfg: RunConfig, src: Path, saved: dict, adopted: list[tuple[s
         return
     out = Path(cfg.out)
     write_run_config(cfg)
-    record = json.loads((out / "config.json").read_text())
+    record = read_json(out / CONFIG_FILE)
     rows = out / "trajectories.jsonl"
     present = _episode_lines(rows)  # the lines as they are (a torn last one dropped)
     kept = [line for _, line in present]

@@ -15,8 +15,14 @@ import json
 from pathlib import Path
 
 from workbench.eval.config import RunConfig, select_tasks
-from workbench.eval.run_folder import CONFIG_FILE, batch_metrics, read_config, read_episodes, write_run_config
-from workbench.eval.teacher_forced import TF_FILE, read_teacher_forced
+from workbench.eval.run_folder import (
+    CONFIG_FILE,
+    batch_metrics,
+    read_config,
+    read_episodes,
+    write_run_config,
+)
+from workbench.eval.teacher_forced import read_teacher_forced
 from workbench.files import FormatError
 from workbench.locks import folder_lock
 from workbench.memory.trajectory import Trajectory, atomic_write_text, write_jsonl

@@ -23,7 +23,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from workbench.eval.config import MAX_STEPS, RunConfig, RunIdentity
 from workbench.eval.metrics import by_task_type, episode_metrics
-from workbench.files import FormatError, present, read_json, read_json_model, read_jsonl_models, read_text
+from workbench.files import (
+    FormatError,
+    present,
+    read_json,
+    read_json_model,
+    read_jsonl_models,
+    read_text,
+)
 from workbench.memory.base import MemoryBase
 from workbench.memory.keyed import key_diff
 from workbench.memory.trajectory import Trajectory, atomic_write_text

@@ -23,7 +23,12 @@ A grid file::
 (over the defaults and every configuration's own value).
 
 Everything is checked before anything runs — unknown keys, unknown memory policies, models that are not to be
-found, bad task slices, bad types — and an error names the file, the configuration and the key. A sweep
+found, bad task slices, bad types — and an error names the file, the configuration and the key. The file is read
+strictly: UTF-8, a key given twice in one mapping is an error (YAML would keep the last silently), and only plain
+decimal numbers and true/false are read as such (not YAML 1.1's base-60 ``10:20`` = 620, octal ``017``, ``1_0``,
+``yes``/``on`` or dates). ``tasks`` is a quoted slice string checked against the split's tasks (a bound past them
+is an error, not clipped); ``max_steps`` is an integer in 1..1000; list fields (``task_types``: the short types,
+``triggers``, ``backend_args``) are lists. A sweep
 always resumes: run the same command again after a kill and only what is missing is played; a configuration
 whose folder holds a run of other parameters is refused (rename it). ``OUT/sweep.json`` records the resolved
 configurations, what each invocation played, its wall time and each worker's peak memory (written
@@ -37,20 +42,31 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import re
+import reprlib
 import time
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from workbench.agents.loop import DECODES
 from workbench.agents.policy import get_policy
 from workbench.envs.alfworld import load_alfworld_tasks
+from workbench.envs.normalize import TASK_TYPE_PREFIXES
 from workbench.envs.selection import NO_TASKS, parse_task_slice
 from workbench.eval.adoption import adopt_runs
 from workbench.eval.config import DTYPES, RunConfig
 from workbench.eval.driver import ORDERS, check_all, drive
-from workbench.eval.sweep_status import refuse_concurrent, sweep_status, this_process
+from workbench.eval.sweep_status import (
+    read_sweep_record,
+    refuse_concurrent,
+    sweep_status,
+    this_process,
+)
+from workbench.files import FormatError, read_json, read_text
 from workbench.memory.trajectory import atomic_write_text
 from workbench.models.loading import (
     ModelNotFoundError,
@@ -65,12 +81,78 @@ __all__ = ["GridError", "Grid", "load_grid", "parse_overrides", "run_sweep", "st
 _TOP = {"out", "defaults", "configurations", "grid", "description", "order", "adopt_same_memory"}
 _FIELDS = {f.name: f for f in fields(RunConfig) if f.name != "out"}
 _RETRIEVERS = ("minilm", "bm25")
+_TASK_TYPES = tuple(TASK_TYPE_PREFIXES.values())
 _CHOICES = {"dtype": DTYPES, "retriever": _RETRIEVERS, "decode": DECODES, "env": ("alfworld",)}
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+=-]*$")
+# integer fields: their bounds (a step limit of 1e30, a seed past 32 bits, is a typo, not a setting)
+_INTS = {"max_steps": (1, 1000), "seed": (0, 2**32 - 1), "budget": (1, 1_000_000), "interval": (1, 1000)}
+_BOOLS = ("teacher_forcing", "record_admissible")
+_LISTS = {"task_types": "task types", "backend_args": "KEY=VALUE strings", "triggers": "trigger events"}
+_SLICES = ("tasks", "teacher_forcing_tasks")
+MAX_CONFIGURATIONS = 10_000  # a grid expanding past this is a mistake (e.g. a list where a value belongs)
+_REPR = reprlib.Repr()  # bounded, even for a value YAML aliases make enormous
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxdict, _REPR.maxstring, _REPR.maxother = 2, 4, 4, 60, 60
+_show = _REPR.repr
 
 
 class GridError(ValueError):
     """A grid file that cannot run; the message names the file, the configuration and the key."""
+
+
+# YAML 1.1, as PyYAML reads it, turns 10:20 into 620 (base 60), 017 into 15, 1_0 into 10, yes/on into true and
+# 2024-01-01 into a date: a grid reads plain decimal numbers, true/false and strings only.
+_INT_TAG, _FLOAT_TAG, _BOOL_TAG = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:bool"
+_TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
+
+
+class _GridLoader(yaml.SafeLoader):
+    """A SafeLoader that refuses a key given twice in one mapping (PyYAML keeps the last one silently) and reads
+    only plain decimal numbers and true/false as such."""
+
+    def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict:
+        if isinstance(node, yaml.MappingNode):
+            seen: dict = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    hash(key)
+                except TypeError:
+                    continue  # SafeLoader refuses an unhashable key itself
+                line = key_node.start_mark.line + 1
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"key {_show(key)} appears twice in one mapping (first on line {seen[key]}); "
+                                    "keep one (YAML would silently keep the last)", key_node.start_mark)
+                seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
+_GridLoader.yaml_implicit_resolvers = {
+    ch: [(tag, rx) for tag, rx in resolvers if tag not in (_INT_TAG, _FLOAT_TAG, _BOOL_TAG, _TIMESTAMP_TAG)]
+    for ch, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+_GridLoader.add_implicit_resolver(_BOOL_TAG, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
+_GridLoader.add_implicit_resolver(_INT_TAG, re.compile(r"^[-+]?[0-9]+$", re.ASCII), list("-+0123456789"))
+_GridLoader.add_implicit_resolver(
+    _FLOAT_TAG, re.compile(r"^[-+]?(?:[0-9]+\.[0-9]*|\.[0-9]+|[0-9]+(?=[eE]))(?:[eE][-+]?[0-9]+)?$", re.ASCII),
+    list("-+0123456789."))
+_GridLoader.add_constructor(_INT_TAG, lambda loader, node: int(loader.construct_scalar(node)))  # 017 is 17
+
+
+def _yaml(text: str, path: str | Path, what: str = "") -> Any:
+    """``text`` read as a grid's YAML (:class:`_GridLoader`); errors name the file and line, on one line."""
+    try:
+        return yaml.load(text, Loader=_GridLoader)  # noqa: S506 -- a SafeLoader subclass
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        at = f"line {mark.line + 1} column {mark.column + 1}: " if mark is not None else ""
+        problem = " ".join(str(x) for x in (e.context, e.problem) if x)
+        raise GridError(f"{path}: {what}{at}not valid YAML ({problem})") from None
+    except yaml.YAMLError as e:
+        raise GridError(f"{path}: {what}not valid YAML ({' '.join(str(e).split())})") from None
+    except RecursionError:
+        raise GridError(f"{path}: {what}nested too deep to be a grid (a grid nests a few levels)") from None
 
 
 @dataclass(frozen=True)
@@ -91,23 +173,36 @@ class Grid:
 
 def _check_value(where: str, key: str, value: Any) -> Any:
     """One configuration value, type-checked against the RunConfig field it sets."""
-    kind = {"max_steps": int, "seed": int, "teacher_forcing": bool, "record_admissible": bool, "task_types": list, "budget": int,
-            "backend_args": list, "interval": int, "triggers": list}.get(key, str)
-    if key == "tasks" and isinstance(value, int) and not isinstance(value, bool):
-        value = str(value)
-    if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
-        raise GridError(f"{where}: key '{key}': expected an integer, got {value!r}")
-    if kind is bool and not isinstance(value, bool):
-        raise GridError(f"{where}: key '{key}': expected true or false, got {value!r}")
-    if kind is list:
-        if isinstance(value, str):
-            value = [value]
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            what = {"task_types": "task types", "triggers": "trigger events"}.get(key, "KEY=VALUE strings")
-            raise GridError(f"{where}: key '{key}': expected a list of {what}, got {value!r}")
+    if key in _SLICES:
+        if not isinstance(value, str):
+            raise GridError(f"{where}: key '{key}': expected a task slice as a string, got {_show(value)}; quote it "
+                            f'(e.g. {key}: "0:20", {key}: "5", {key}: all)')
+        return value
+    if key in _INTS:
+        lo, hi = _INTS[key]
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise GridError(f"{where}: key '{key}': expected an integer, got {_show(value)}")
+        if not lo <= value <= hi:
+            raise GridError(f"{where}: key '{key}': {value} is out of range ({lo}..{hi})")
+        return value
+    if key in _BOOLS:
+        if not isinstance(value, bool):
+            raise GridError(f"{where}: key '{key}': expected true or false, got {_show(value)}")
+        return value
+    if key in _LISTS:
+        if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+            raise GridError(f"{where}: key '{key}': expected a list of {_LISTS[key]}, got {_show(value)} "
+                            f"(e.g. {key}: [{_TASK_TYPES[0] if key == 'task_types' else '...'}])")
+        if len(set(value)) != len(value):
+            raise GridError(f"{where}: key '{key}': {_show(value)} names one value twice")
+        if key == "task_types" and (bad := [v for v in value if v not in _TASK_TYPES]):
+            raise GridError(f"{where}: key 'task_types': '{bad[0]}' is not a task type (known: "
+                            f"{', '.join(_TASK_TYPES)})")
         return tuple(value)
-    if kind is str and not isinstance(value, str):
-        raise GridError(f"{where}: key '{key}': expected a string, got {value!r}")
+    if not isinstance(value, str):
+        raise GridError(f"{where}: key '{key}': expected a string, got {_show(value)}")
+    if not value.strip():
+        raise GridError(f"{where}: key '{key}': empty (leave the key out for its default)")
     allowed = _CHOICES.get(key)
     if allowed and value not in allowed:
         raise GridError(f"{where}: key '{key}': '{value}' is not one of {', '.join(allowed)}")
@@ -119,8 +214,6 @@ def _check_config(where: str, cfg: RunConfig, n_tasks: dict) -> None:
         get_policy(cfg.memory)
     except ValueError as e:
         raise GridError(f"{where}: key 'memory': {e}") from None
-    if cfg.max_steps < 1:
-        raise GridError(f"{where}: key 'max_steps': {cfg.max_steps} (expected at least 1)")
     if get_model_spec(cfg.model) is None:
         try:
             _adapter_folder_spec(cfg.model) or _resolve_path(cfg.model)
@@ -132,30 +225,29 @@ def _check_config(where: str, cfg: RunConfig, n_tasks: dict) -> None:
             n_tasks[split_key] = len(load_alfworld_tasks(cfg.split, list(cfg.task_types) or None))
         except (ValueError, FileNotFoundError, KeyError) as e:
             raise GridError(f"{where}: key 'split' / 'task_types': {e}") from None
-    for key in ("tasks", "teacher_forcing_tasks"):
+    for key in _SLICES:
         spec = getattr(cfg, key)
         if spec is None:
             continue
-        try:
-            if not parse_task_slice(spec, n_tasks[split_key]) and spec.strip() != NO_TASKS:
+        try:  # strict: a bound past the split's tasks is an error, not clipped
+            if not parse_task_slice(spec, n_tasks[split_key], strict=True) and spec.strip() != NO_TASKS:
                 raise ValueError(f"--tasks '{spec}' selects no task of {n_tasks[split_key]}")
         except ValueError as e:
             raise GridError(f"{where}: key '{key}': {str(e).replace('--tasks', 'tasks')}") from None
 
 
 def parse_overrides(items: list[str] | None) -> dict:
-    """``--set KEY=VALUE`` items -> {key: value} (VALUE read as YAML: 500 is a number, [a, b] a list)."""
-    import yaml
-
+    """``--set KEY=VALUE`` items -> {key: value} (VALUE read as a grid's YAML: 500 is a number, [a, b] a list; a
+    task slice, ``tasks=10:20``, stays the string it is)."""
     out = {}
     for item in items or ():
         key, eq, value = item.partition("=")
-        if not eq or not key.strip():
+        key = key.strip()
+        if not eq or not key:
             raise GridError(f"--set {item}: expected KEY=VALUE, e.g. --set model=smollm2-135m-alfworld-v2")
-        try:
-            out[key.strip()] = yaml.safe_load(value) if value.strip() else value
-        except yaml.YAMLError as e:
-            raise GridError(f"--set {item}: VALUE is not valid YAML ({e})") from None
+        if key in out:
+            raise GridError(f"--set {key}: given twice; give each key once")
+        out[key] = value.strip() if key in _SLICES or not value.strip() else _yaml(value, f"--set {item}")
     return out
 
 
@@ -163,37 +255,46 @@ def load_grid(path: str | Path, out: str | None = None, overrides: dict | None =
     """Read and check a grid file (``out`` overrides the file's ``out``; ``overrides`` {key: value} set a run
     field on every configuration, over the grid's defaults and its own values). Raises GridError naming what
     is wrong."""
-    import yaml
-
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text())
+        text = read_text(path, "grid file")
     except FileNotFoundError:
         raise GridError(f"{path}: no such grid file") from None
-    except yaml.YAMLError as e:
-        raise GridError(f"{path}: not valid YAML ({e})") from None
+    except FormatError as e:  # a directory, a symlink loop, not UTF-8
+        raise GridError(str(e)) from None
+    data = _yaml(text, path)
     if not isinstance(data, dict):
         raise GridError(f"{path}: expected a mapping with 'out', 'defaults', 'configurations' and/or 'grid'")
-    unknown = sorted(set(data) - _TOP)
+    unknown = sorted(set(data) - _TOP, key=str)
     if unknown:
-        raise GridError(f"{path}: unknown top-level key '{unknown[0]}' (known: {', '.join(sorted(_TOP))})")
+        raise GridError(f"{path}: unknown top-level key {_show(unknown[0])} (known: {', '.join(sorted(_TOP))})")
     out = out or data.get("out")
-    if not isinstance(out, str) or not out:
+    if not isinstance(out, str) or not out.strip():
         raise GridError(f"{path}: key 'out': the folder the configurations write into (e.g. out: runs/grids/NAME)")
+    description = data.get("description")
+    if description is not None and not isinstance(description, str):
+        raise GridError(f"{path}: key 'description': expected a string, got {_show(description)}")
     defaults = data.get("defaults") or {}
     entries = data.get("configurations")
     grid = data.get("grid") or {}
+    if not isinstance(defaults, dict) or not isinstance(grid, dict):
+        raise GridError(f"{path}: 'defaults' and 'grid' must be mappings")
     if entries is None and not grid:
         raise GridError(f"{path}: no configurations: give 'configurations' (a list) and/or 'grid' (key: [values])")
     if entries is not None and (not isinstance(entries, list) or not entries):
         raise GridError(f"{path}: key 'configurations': expected a non-empty list of mappings")
-    if not isinstance(defaults, dict) or not isinstance(grid, dict):
-        raise GridError(f"{path}: 'defaults' and 'grid' must be mappings")
     for key, values in grid.items():
         if key not in _FIELDS:
-            raise GridError(f"{path}: grid: unknown key '{key}' (known: {', '.join(sorted(_FIELDS))})")
+            raise GridError(f"{path}: grid: unknown key {_show(key)} (known: {', '.join(sorted(_FIELDS))})")
         if not isinstance(values, list) or not values:
             raise GridError(f"{path}: grid: key '{key}': expected a non-empty list of values")
+        for v in values:
+            _check_value(f"{path}: grid", key, v)
+        if len({json.dumps(v, sort_keys=True, default=str) for v in values}) != len(values):
+            raise GridError(f"{path}: grid: key '{key}': a value is listed twice ({_show(values)})")
+    n_configs = len(entries if entries is not None else [{}]) * math.prod(len(v) for v in grid.values())
+    if n_configs > MAX_CONFIGURATIONS:
+        raise GridError(f"{path}: the grid expands to {n_configs} configurations (at most {MAX_CONFIGURATIONS})")
     for key in overrides or {}:
         if key not in _FIELDS:
             raise GridError(f"{path}: --set {key}: unknown key (known: {', '.join(sorted(_FIELDS))})")
@@ -203,13 +304,17 @@ def load_grid(path: str | Path, out: str | None = None, overrides: dict | None =
     resolved: list[tuple[str, dict]] = []
     for i, entry in enumerate(entries if entries is not None else [{}]):
         if not isinstance(entry, dict):
-            raise GridError(f"{path}: configuration #{i + 1}: expected a mapping, got {entry!r}")
+            raise GridError(f"{path}: configuration #{i + 1}: expected a mapping, got {_show(entry)}")
+        if "name" in entry and (not isinstance(entry["name"], str) or not entry["name"]):
+            raise GridError(f"{path}: configuration #{i + 1}: key 'name': expected a non-empty string, got "
+                            f"{_show(entry['name'])} (quote it)")
         for combo in combos:
-            name = "-".join([*([str(entry["name"])] if "name" in entry else []), *(str(v) for v in combo.values())])
+            name = "-".join([*([entry["name"]] if "name" in entry else []),
+                             *(str(v) for v in combo.values())])
             resolved.append((name or f"config{i + 1}", {**defaults, **entry, **combo, **(overrides or {})}))
     order = data.get("order", "configs")
-    if order not in ORDERS:
-        raise GridError(f"{path}: key 'order': '{order}' is not one of {', '.join(ORDERS)}")
+    if not isinstance(order, str) or order not in ORDERS:
+        raise GridError(f"{path}: key 'order': {_show(order)} is not one of {', '.join(ORDERS)}")
     configs, n_tasks, seen = [], {}, {}
     for name, values in resolved:
         where = f"{path}: configuration '{name}'"
@@ -224,7 +329,7 @@ def load_grid(path: str | Path, out: str | None = None, overrides: dict | None =
                 continue
             if key not in _FIELDS:
                 hint = " (the folder is OUT/NAME)" if key == "out" else ""
-                raise GridError(f"{where}: unknown key '{key}'{hint} (known: name, {', '.join(sorted(_FIELDS))})")
+                raise GridError(f"{where}: unknown key {_show(key)}{hint} (known: name, {', '.join(sorted(_FIELDS))})")
             kwargs[key] = _check_value(where, key, value)
             if key == "memory":
                 try:
@@ -241,12 +346,17 @@ def load_grid(path: str | Path, out: str | None = None, overrides: dict | None =
     if not isinstance(same, dict):
         raise GridError(f"{path}: key 'adopt_same_memory': expected a mapping NAME: REFERENCE (e.g. agmr: traj)")
     for name, ref in same.items():
+        if not isinstance(name, str) or not isinstance(ref, str):
+            raise GridError(f"{path}: adopt_same_memory: {_show(name)}: {_show(ref)}: expected NAME: REFERENCE, "
+                            "two configuration names")
+        if name == ref:
+            raise GridError(f"{path}: adopt_same_memory: '{name}' names itself as its reference")
         for role, n in (("configuration", name), ("reference", ref)):
             if n not in seen:
                 raise GridError(f"{path}: adopt_same_memory: {role} '{n}' is not a configuration of this grid "
                                 f"(known: {', '.join(seen)})")
-    return Grid(path=str(path), out=out, configs=tuple(configs), description=str(data.get("description") or ""),
-                order=order, same_memory=tuple((str(k), str(v)) for k, v in same.items()))
+    return Grid(path=str(path), out=out, configs=tuple(configs), description=description or "",
+                order=order, same_memory=tuple(same.items()))
 
 
 def run_sweep(grid: Grid, workers: int | None = None, ray_address: str | None = None, only: list[str] | None = None,
@@ -266,7 +376,8 @@ def run_sweep(grid: Grid, workers: int | None = None, ray_address: str | None = 
         configs = [c for c in configs if Path(c.out).name in only]
     refuse_concurrent(grid.out, [Path(c.out).name for c in configs])  # before anything is written
     state_file = state_path(grid)
-    state = json.loads(state_file.read_text()) if state_file.exists() else {}
+    earlier = ([inv.model_dump(exclude_unset=True) for inv in read_sweep_record(state_file).invocations]
+               if state_file.exists() or state_file.is_symlink() else [])
     invocation = {"started": time.strftime("%Y-%m-%dT%H:%M:%S"), "finished": None, "workers": workers,
                   "ray_address": ray_address, "configurations": [Path(c.out).name for c in configs],
                   **this_process()}
@@ -276,7 +387,7 @@ def run_sweep(grid: Grid, workers: int | None = None, ray_address: str | None = 
             "grid": grid.path, "description": grid.description, "out": grid.out,
             "configurations": {Path(c.out).name: c.identity() for c in grid.configs},
             "status": {Path(c.out).name: _status(c) for c in grid.configs},
-            "invocations": [*state.get("invocations", []), invocation | status], "versions": versions()}, indent=1))
+            "invocations": [*earlier, invocation | status], "versions": versions()}, indent=1))
 
     check_all(configs, resume=True)  # a mismatch is refused before sweep.json is touched
     if adopt_from is not None:
@@ -310,21 +421,41 @@ def run_sweep(grid: Grid, workers: int | None = None, ray_address: str | None = 
 def state_path(grid: Grid) -> Path:
     """Where ``grid``'s sweep record lives: ``OUT/sweep.json``, unless that file records another grid (by file
     name; e.g. MemArbiter's written-action grid beside its main grid in one model folder): then
-    ``OUT/sweep.<grid file stem>.json``, so neither grid's record overwrites the other's."""
+    ``OUT/sweep.<grid file stem>.json``, so neither grid's record overwrites the other's.
+
+    Raises:
+        FormatError: ``OUT/sweep.json`` is there but is not a sweep record (naming the file and field).
+    """
     main = Path(grid.out) / "sweep.json"
-    try:
-        other = Path(json.loads(main.read_text()).get("grid") or "").name
-    except (OSError, json.JSONDecodeError):
+    if not main.exists() and not main.is_symlink():
         return main
+    other = Path(read_sweep_record(main).grid).name
     if other in ("", Path(grid.path).name):
         return main
     return Path(grid.out) / f"sweep.{Path(grid.path).stem}.json"
 
 
 def _status(cfg: RunConfig) -> dict:
+    """What a configuration's ``metrics.json`` says of it (``complete``: the file is there).
+
+    Raises:
+        FormatError: the file is there but is not a metrics object of the expected types.
+    """
     metrics_path = Path(cfg.out) / "metrics.json"
-    if not metrics_path.exists():
+    if not metrics_path.exists() and not metrics_path.is_symlink():
         return {"complete": False}
-    m = json.loads(metrics_path.read_text())
+    m = read_json(metrics_path, "metrics file")
+    if not isinstance(m, dict):
+        raise FormatError(metrics_path, f"holds a JSON {type(m).__name__}, where a metrics object belongs",
+                          fix="run the configuration again (--resume) to rewrite it")
+    tf = m.get("teacher_forced")
+    checks = (("n_episodes", m.get("n_episodes"), int), ("success_rate", m.get("success_rate"), (int, float)),
+              ("teacher_forced", tf, dict),
+              ("teacher_forced.accuracy", (tf or {}).get("accuracy") if isinstance(tf, dict) else None, (int, float)))
+    for field, value, kind in checks:
+        if value is not None and (isinstance(value, bool) or not isinstance(value, kind)):
+            raise FormatError(metrics_path, f"field '{field}': expected {getattr(kind, '__name__', 'a number')}, got "
+                                            f"{_show(value)}", fix="run the configuration again (--resume) to rewrite "
+                                                                   "it")
     return {"complete": True, "n_episodes": m.get("n_episodes"), "success_rate": m.get("success_rate"),
-            "teacher_forced": (m.get("teacher_forced") or {}).get("accuracy")}
+            "teacher_forced": (tf or {}).get("accuracy")}

@@ -13,23 +13,120 @@ user then needs, read from the folders alone:
 
 An invocation that was killed never writes ``finished``; its process is gone, so it is not live. Records written
 before invocations named their process are never live.
+
+Both files are read strictly (:mod:`workbench.files`): a sweep record (written whole, atomically) that is not a
+:class:`SweepRecord` -- an unknown key, a pid that is a string, a timestamp that is not one -- is a
+:class:`~workbench.files.FormatError` naming the file, the invocation and the field, never skipped (a skipped
+record could hide a live sweep); of a configuration's ``trajectories.jsonl`` (appended to) only a torn last line is
+tolerated.
 """
 
 from __future__ import annotations
 
-import json
 import os
+import re
 import socket
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Annotated, Any
 
 import psutil
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictStr,
+    ValidationError,
+)
 
 from workbench.eval.config import select_tasks
+from workbench.files import FormatError, describe, iter_jsonl, read_json
 
-__all__ = ["ConcurrentSweepError", "ConfigStatus", "this_process", "live_invocations", "refuse_concurrent",
-           "refuse_live_folders", "sweep_status", "format_status"]
+__all__ = ["ConcurrentSweepError", "ConfigStatus", "Invocation", "SweepRecord", "this_process", "live_invocations",
+           "read_sweep_record", "refuse_concurrent", "refuse_live_folders", "sweep_status", "format_status"]
+
+_TIME = "%Y-%m-%dT%H:%M:%S"  # what time.strftime writes in a record
+
+
+def _timestamp(value: str) -> str:
+    try:
+        time.strptime(value, _TIME)
+    except ValueError:
+        raise ValueError(f"{value!r} is not a time written YYYY-MM-DDTHH:MM:SS") from None
+    return value
+
+
+Timestamp = Annotated[str, AfterValidator(_timestamp)]
+_Count = Annotated[int, Field(ge=0)]
+_Name = Annotated[str, Field(min_length=1)]
+
+
+class Invocation(BaseModel):
+    """One invocation of a sweep, as its record keeps it (``sweep.json``'s ``invocations``)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    started: Timestamp
+    finished: Timestamp | None = None  # None: still playing, or killed
+    configurations: list[_Name]
+    workers: int | None = None  # as asked (an invocation refused for --workers 0 records it too)
+    ray_address: str | None = None
+    host: str | None = None  # host, pid, pid_started: the process (absent in records older than them)
+    pid: Annotated[int, Field(ge=0)] | None = None
+    pid_started: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
+    played_at_start: dict[str, _Count] = {}
+    adopted: dict[str, str] = {}
+    adopted_same_memory: dict[str, _Count] = {}
+    error: str | None = None
+    wall_s: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
+    played: dict[str, _Count] = {}
+    replayed: _Count | None = None
+    worker_peak_rss_mib: dict[str, Annotated[float, Field(ge=0, allow_inf_nan=False)]] = {}
+
+
+class SweepRecord(BaseModel):
+    """A grid's sweep record (``OUT/sweep.json`` or ``OUT/sweep.<grid stem>.json``), written by ``run_sweep``."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    grid: str = ""  # the grid file it records
+    description: str = ""
+    out: str = ""
+    configurations: dict[str, dict[str, Any]] = {}  # name -> RunConfig.identity()
+    status: dict[str, dict[str, Any]] = {}  # name -> what _status says
+    invocations: list[Invocation] = []
+    versions: dict[str, Any] = {}
+
+
+_RECORD_NAME = re.compile(r"^sweep(\.[^/]+)?\.json$")
+
+
+def read_sweep_record(path: str | Path) -> SweepRecord:
+    """A sweep record, strictly (see :class:`SweepRecord`).
+
+    Raises:
+        FileNotFoundError: no such file.
+        FormatError: not a sweep record; the message names the file, the invocation and the field.
+    """
+    obj = read_json(path, "sweep record")
+    fix = ("it is the sweep's own record: restore it (git), or move it aside and run the sweep again "
+           "(what its folders hold stays)")
+    if not isinstance(obj, dict):
+        raise FormatError(path, f"holds a JSON {type(obj).__name__}, where a sweep record object belongs", fix=fix)
+    invocations = obj.get("invocations", [])
+    if isinstance(invocations, list):  # name the invocation a problem is in
+        for i, inv in enumerate(invocations):
+            try:
+                Invocation.model_validate(inv, strict=True)
+            except ValidationError as e:
+                raise FormatError(path, describe(e), where=f"invocation {i}", fix=fix) from None
+    try:
+        return SweepRecord.model_validate(obj, strict=True)
+    except ValidationError as e:
+        raise FormatError(path, describe(e), fix=fix) from None
 
 
 class ConcurrentSweepError(RuntimeError):
@@ -41,24 +138,27 @@ def this_process() -> dict:
     return {"host": socket.gethostname(), "pid": os.getpid(), "pid_started": psutil.Process().create_time()}
 
 
-def _alive(inv: dict) -> bool:
-    if inv.get("finished") is not None or "pid" not in inv or inv.get("host") != socket.gethostname():
+def _alive(inv: Invocation) -> bool:
+    if inv.finished is not None or inv.pid is None or inv.pid_started is None or inv.host != socket.gethostname():
         return False  # another host's sweep cannot be checked from here; see the docstring of refuse_concurrent
     try:
-        return abs(psutil.Process(inv["pid"]).create_time() - inv["pid_started"]) < 1.0
-    except (psutil.NoSuchProcess, psutil.AccessDenied, KeyError, TypeError):
+        return abs(psutil.Process(inv.pid).create_time() - inv.pid_started) < 1.0
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
         return False
 
 
 def live_invocations(out: str | Path) -> list[tuple[Path, dict]]:
-    """(sweep record, invocation) of every sweep whose process is running now and that plays into ``out``."""
+    """(sweep record, invocation) of every sweep whose process is running now and that plays into ``out``.
+
+    Raises:
+        FormatError: a sweep record of ``out`` is malformed (it is never skipped: it could hide a live sweep).
+    """
     found = []
     for path in sorted(Path(out).glob("sweep*.json")):
-        try:
-            record = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError):
+        if not _RECORD_NAME.match(path.name):
             continue
-        found += [(path, inv) for inv in record.get("invocations", []) if _alive(inv)]
+        record = read_sweep_record(path)
+        found += [(path, inv.model_dump()) for inv in record.invocations if _alive(inv)]
     return found
 
 
@@ -112,17 +212,37 @@ class ConfigStatus:
         return self.planned - self.played
 
 
+class _Outcome(BaseModel):
+    """What the status reads of an episode record: its task and whether it succeeded. The rest of the record is
+    its owner's to check (``workbench.memory.trajectory.Trajectory``), so it is ignored here, not refused."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    task_id: Annotated[StrictStr, Field(min_length=1)]
+    success: StrictBool
+
+
 def _outcomes(out: Path) -> dict[str, bool]:
-    """Task id -> success of every episode in ``out``'s trajectories."""
+    """Task id -> success of every episode in ``out``'s trajectories.
+
+    Raises:
+        FormatError: a line that is not an episode record (but the torn last line a kill mid-append leaves,
+            which is skipped as every reader of the file skips it).
+    """
     path = out / "trajectories.jsonl"
     seen: dict[str, bool] = {}
-    for line in (path.read_text(encoding="utf-8").split("\n") if path.exists() else ()):
+    if not path.exists() and not path.is_symlink():
+        return seen
+    for i, rec in iter_jsonl(path, torn_ok=True, what="trajectories file"):
+        if not isinstance(rec, dict):
+            raise FormatError(path, f"a JSON {type(rec).__name__}, where an episode record object belongs",
+                              where=f"line {i}")
         try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # a blank line, or the torn tail a kill mid-append leaves (readers skip it too)
-        if isinstance(rec, dict) and "task_id" in rec:
-            seen[rec["task_id"]] = bool(rec.get("success"))
+            ep = _Outcome.model_validate(rec)
+        except ValidationError as e:
+            raise FormatError(path, describe(e), where=f"line {i}",
+                              fix="an episode record needs task_id (a string) and success (true or false)") from None
+        seen[ep.task_id] = ep.success
     return seen
 
 
@@ -143,7 +263,7 @@ def sweep_status(grid) -> list[ConfigStatus]:
         if not mine:
             continue
         at_start = inv.get("played_at_start", {})
-        since = time.time() - time.mktime(time.strptime(inv["started"], "%Y-%m-%dT%H:%M:%S"))
+        since = time.time() - time.mktime(time.strptime(inv["started"], _TIME))
         # episodes played since it started: a same-memory adoption (recorded as made) is a copy, not a rate
         adopted = inv.get("adopted_same_memory", {})
         gained = sum(by_name[n].played - at_start.get(n, by_name[n].played) - adopted.get(n, 0) for n in mine)

@@ -14,7 +14,14 @@ from workbench.agents.teacher_forcing import teacher_forced_accuracy
 from workbench.envs.base import Task
 from workbench.envs.memory_base import expert_trajectories_for
 from workbench.eval.config import RunConfig, select_tasks
-from workbench.files import FormatError, iter_jsonl, present, read_json, read_json_model, read_jsonl_models
+from workbench.files import (
+    FormatError,
+    iter_jsonl,
+    present,
+    read_json,
+    read_json_model,
+    read_jsonl_models,
+)
 from workbench.memory.keyed import canonical, read_keyed_json
 from workbench.memory.trajectory import (
     Trajectory,

@@ -28,12 +28,17 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    ValidationError,
     ValidationInfo,
     field_validator,
 )
 
-from workbench.files import FormatError, Torn, atomic_write_text, present, read_jsonl_models
+from workbench.files import (
+    FormatError,
+    Torn,
+    atomic_write_text,
+    present,
+    read_jsonl_models,
+)
 from workbench.memory.trajectory import MAX_VERSION, Id, MemoryEntry, Trajectory
 
 log = logging.getLogger("workbench.memory")

@@ -12,6 +12,12 @@ has no place for (task type, success, source, split, meta, step rewards) travels
 ``workbench_meta`` key, which ETO/FastChat loaders ignore, so export -> import is exact for every
 Trajectory field. Records without it (ETO's own files) get ``success``/``source`` from the caller and a task
 type inferred from the id/game file or the goal.
+
+A file is read strictly (:mod:`workbench.files`): UTF-8, strict JSON (no NaN, no key twice), a JSON list of at
+least one record (a ``.json`` file holding a single record object is refused: a list belongs there) or one record
+per line (JSONL). Each record's ``id`` is a non-empty string or an integer (read as its string), and no two
+records share one. Every error is a :class:`~workbench.files.FormatError` naming the file, the record (its list
+index or line, and id) and the field.
 """
 
 from __future__ import annotations
@@ -21,18 +27,13 @@ import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from workbench.files import FormatError, atomic_write_text, loads_strict, read_text
 from workbench.memory.task_info import infer_task_type, parse_game_ref
-from workbench.memory.trajectory import (
-    Step,
-    Trajectory,
-    TrajectoryFormatError,
-    atomic_write_text,
-    read_text_utf8,
-)
+from workbench.memory.trajectory import Step, Trajectory
 
 __all__ = [
     "ETO_ALFWORLD_INSTRUCTION",
@@ -70,6 +71,7 @@ _GOAL_MARK = "Your task is to:"
 _ACTION_LINE = re.compile(r"(?:^|\n)[ \t]*Action:[ \t]*")
 _THOUGHT = re.compile(r"^\s*Thought:[ \t]?")
 _OBS = "Observation: "
+_REPEAT = re.compile(r"^(.+)#([0-9]+)$")  # the id export_eto gives a task's second, third... trajectory
 # Meta keys rebuilt from the record itself, so not repeated inside workbench_meta.
 _RECORD_KEYS = ("eto_id", "eto_prefix", "eto_extra", "final_observation")
 
@@ -77,9 +79,9 @@ _RECORD_KEYS = ("eto_id", "eto_prefix", "eto_extra", "final_observation")
 class _WorkbenchMeta(BaseModel):
     """The Trajectory fields an ETO record has no place for."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
-    task_id: str
+    task_id: Annotated[str, Field(min_length=1)]
     task_type: str = ""
     success: bool = True
     source: str = ""
@@ -90,12 +92,27 @@ class _WorkbenchMeta(BaseModel):
     meta: dict = {}
 
 
-def _fail(where: str, field: str, problem: str) -> TrajectoryFormatError:
-    return TrajectoryFormatError(f"{where}: {field}: {problem}")
+_FIX = "an ETO file is a JSON list of {\"id\": ..., \"conversations\": [...]} records, or one record per line (.jsonl)"
 
 
-def _turns(record: dict, where: str) -> tuple[str, list[tuple[str, str]]]:
+def _error(path: str | os.PathLike | None, where: str, problem: str, fix: str = "") -> FormatError:
+    """A FormatError naming ``path`` and ``where``; without a path (a record converted on its own) ``where`` leads."""
+    if path is None:
+        return FormatError(where, problem, fix=fix)
+    return FormatError(path, problem, where=where, fix=fix)
+
+
+def _show(value: Any) -> str:
+    text = json.dumps(value) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _turns(record: dict, where: str, path: str | os.PathLike | None = None) -> tuple[str, list[tuple[str, str]]]:
     """(turn-list key, [(speaker in human/gpt/system, text)]) with every malformed turn named."""
+
+    def _fail(where: str, field: str, problem: str) -> FormatError:
+        return _error(path, where, f"{field}: {problem}")
+
     keys = [k for k in ("conversations", "messages") if k in record]
     if len(keys) != 1:
         problem = "missing" if not keys else "both present; keep one"
@@ -124,39 +141,46 @@ def _turns(record: dict, where: str) -> tuple[str, list[tuple[str, str]]]:
     return key, out
 
 
-def _parse_gpt(text: str, where: str, at: str) -> tuple[str | None, str]:
+def _parse_gpt(text: str, where: str, at: str, path: str | os.PathLike | None = None) -> tuple[str | None, str]:
     matches = list(_ACTION_LINE.finditer(text))
     if not matches:
-        raise _fail(where, at, "gpt turn has no 'Action:' line (expected 'Thought: ...\\nAction: <action>')")
+        raise _error(path, where, f"{at}: gpt turn has no 'Action:' line (expected 'Thought: ...\\nAction: <action>')")
     last = matches[-1]
     action = text[last.end():].strip()
     if not action:
-        raise _fail(where, at, "gpt turn has an empty 'Action:' line")
+        raise _error(path, where, f"{at}: gpt turn has an empty 'Action:' line")
     thought = _THOUGHT.sub("", text[: last.start()], count=1).strip()
     return thought or None, action
 
 
-def eto_to_trajectory(record: Any, *, where: str = "record", success: bool = True, source: str = "eto") -> Trajectory:
+def eto_to_trajectory(record: Any, *, where: str = "record", success: bool = True, source: str = "eto",
+                      path: str | os.PathLike | None = None) -> Trajectory:
     """Convert one ETO record (already parsed from JSON) to a Trajectory.
 
     Args:
         record: the record dict.
-        where: how error messages name the record, e.g. ``"data.json: record 3"``.
+        where: how error messages name the record, e.g. ``"record 3"`` (with ``path``) or ``"data.json: record 3"``.
         success: success of a record without ``workbench_meta`` (ETO's SFT data are expert successes).
         source: source of a record without ``workbench_meta``.
+        path: the file the record was read from (named first in error messages).
 
     Raises:
-        TrajectoryFormatError: the record is malformed; the message names the record, id and field.
+        FormatError: the record is malformed; the message names the file, the record, id and field.
     """
+
+    def _fail(where: str, field: str, problem: str) -> FormatError:
+        return _error(path, where, f"{field}: {problem}")
+
     if not isinstance(record, dict):
-        raise TrajectoryFormatError(
-            f"{where}: expected an object with 'id' and 'conversations', got {type(record).__name__}"
-        )
+        raise _error(path, where, f"expected an object with 'id' and 'conversations', got {type(record).__name__}")
     if "id" not in record:
         raise _fail(where, "id", "missing; every ETO record needs an 'id'")
     rec_id = record["id"]
+    if isinstance(rec_id, bool) or not isinstance(rec_id, str | int) or (isinstance(rec_id, str)
+                                                                         and not rec_id.strip()):
+        raise _fail(where, "id", f"{_show(rec_id)}: expected a non-empty string (or an integer)")
     where = f"{where} (id {rec_id!r})"
-    key, turns = _turns(record, where)
+    key, turns = _turns(record, where, path)
     # The task is the last human turn that says "Here is your task"; failing that, the last one that names a
     # goal (in-context examples before it name goals too, observations after it never do).
     humans = [j for j in range(len(turns) - 1, -1, -1) if turns[j][0] == "human" and _GOAL_MARK in turns[j][1]]
@@ -177,7 +201,7 @@ def eto_to_trajectory(record: Any, *, where: str = "record", success: bool = Tru
             raise _fail(where, f"{key}[{j}].from", f"expected a {expected} turn here (turns after the task alternate "
                                                    f"gpt/human), got {who}")
         if who == "gpt":
-            thought, action = _parse_gpt(text, where, f"{key}[{j}].value")
+            thought, action = _parse_gpt(text, where, f"{key}[{j}].value", path)
             thoughts.append(thought)
             actions.append(action)
         else:
@@ -192,15 +216,21 @@ def eto_to_trajectory(record: Any, *, where: str = "record", success: bool = Tru
     wb = None
     if "workbench_meta" in record:
         try:
-            wb = _WorkbenchMeta.model_validate(record["workbench_meta"])
+            wb = _WorkbenchMeta.model_validate(record["workbench_meta"], strict=True)
         except ValidationError as e:
             err = e.errors()[0]
             loc = ".".join(str(p) for p in err["loc"])
             raise _fail(where, f"workbench_meta.{loc}" if loc else "workbench_meta", err["msg"]) from e
         meta.update(wb.meta)
     ref = parse_game_ref(record["game_file"]) if isinstance(record.get("game_file"), str) else None
-    task_id = wb.task_id if wb else (ref.task_id if ref else str(rec_id))
-    if rec_id != task_id:
+    repeat = _REPEAT.match(str(rec_id))  # "<task id>#2": the second trajectory of one task (export_eto)
+    if wb:
+        task_id = wb.task_id
+    elif ref:
+        task_id = ref.task_id
+    else:
+        task_id = repeat.group(1) if repeat and parse_game_ref(repeat.group(1)) else str(rec_id)
+    if rec_id != task_id and not (repeat and repeat.group(1) == task_id and wb):
         meta["eto_id"] = rec_id
     prefix = [{"from": who, "value": text} for who, text in turns[:task_idx]]
     if prefix != _DEFAULT_PREFIX:
@@ -282,24 +312,39 @@ def trajectory_to_eto(traj: Trajectory, *, style: EtoStyle = "from_value", with_
 
 
 def _records(path: Path) -> Iterable[tuple[str, Any]]:
-    text = read_text_utf8(path)
-    if text.lstrip().startswith("["):
+    """``(where, record)`` of each record of an ETO file: a JSON list (``record i``) or JSONL (``line n``)."""
+    text = read_text(path, "ETO file")
+    if not text.strip():
+        raise FormatError(path, "empty, where ETO records belong", fix=_FIX)
+    head = text.lstrip()[:1]
+    whole = None
+    if path.suffix != ".jsonl" and head != "{":
+        whole = loads_strict(text, path)  # a list (or something that is not one: named below)
+    elif path.suffix != ".jsonl":
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise TrajectoryFormatError(f"{path}: not valid JSON ({e.msg}, line {e.lineno} column {e.colno})") from e
-        for i, rec in enumerate(data):
-            yield f"{path}: record {i}", rec
+            whole = loads_strict(text, path)  # one object, over one line or many
+        except FormatError:
+            whole = None  # several lines, one record each: JSONL
+    if whole is not None or (path.suffix != ".jsonl" and head != "{"):
+        if isinstance(whole, dict):
+            raise FormatError(path, "holds a single JSON object, where a list of records belongs",
+                              fix="wrap it in [ ] (or name the file .jsonl for one record per line)")
+        if not isinstance(whole, list):
+            kind = {str: "string", int: "number", float: "number", bool: "boolean"}.get(type(whole), "null")
+            raise FormatError(path, f"holds a JSON {kind}, where a list of ETO records belongs", fix=_FIX)
+        if not whole:
+            raise FormatError(path, "an empty list: no ETO records", fix="export at least one trajectory")
+        for i, rec in enumerate(whole):
+            yield f"record {i}", rec
         return
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    for lineno, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise TrajectoryFormatError(f"{path}: line {lineno}: not valid JSON ({e.msg}); expected a JSON list "
-                                        "of ETO records or one record per line") from e
-        yield f"{path}: line {lineno}", rec
+            rec = loads_strict(line, path, where=f"line {lineno}")
+        except FormatError as e:
+            raise FormatError(path, e.problem, where=e.where, fix=_FIX) from None
+        yield f"line {lineno}", rec
 
 
 def import_eto(path: str | os.PathLike, *, success: bool = True, source: str = "eto") -> list[Trajectory]:
@@ -316,12 +361,22 @@ def import_eto(path: str | os.PathLike, *, success: bool = True, source: str = "
 
     Raises:
         FileNotFoundError: no such file.
-        TrajectoryFormatError: malformed JSON or record; names the file, record, id and field.
+        FormatError: not UTF-8, not strict JSON, a single object or an empty list where a list of records belongs,
+            a malformed record or two records with one id; names the file, record, id and field.
     """
     path = Path(path)
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         raise FileNotFoundError(f"{path}: no such file (expected an ETO SFT .json/.jsonl file)")
-    return [eto_to_trajectory(rec, where=where, success=success, source=source) for where, rec in _records(path)]
+    out, first = [], {}
+    for where, rec in _records(path):
+        traj = eto_to_trajectory(rec, where=where, success=success, source=source, path=path)
+        rec_id = str(rec["id"])
+        if rec_id in first:
+            raise FormatError(path, f"id {rec_id!r} appears twice ({first[rec_id]} and {where})", where=where,
+                              fix="give each record its own id")
+        first[rec_id] = where
+        out.append(traj)
+    return out
 
 
 def export_eto(trajs: Iterable[Trajectory], path: str | os.PathLike, *, style: EtoStyle = "from_value",
@@ -337,9 +392,27 @@ def export_eto(trajs: Iterable[Trajectory], path: str | os.PathLike, *, style: E
 
     Returns:
         The path written.
+
+    Raises:
+        ValueError: no trajectories, one that cannot be written (see :func:`trajectory_to_eto`), or two that would
+            share one record id (:func:`import_eto` refuses such a file). Several trajectories of one task are
+            written as ids ``<task id>``, ``<task id>#2``, ...; import reads them back as that task's.
     """
     path = Path(path)
     records = [trajectory_to_eto(t, style=style, with_meta=with_meta) for t in trajs]
+    if not records:
+        raise ValueError(f"{path}: no trajectories to export (an ETO file holds at least one record)")
+    repeats: dict[str, int] = {}
+    for r in records:  # one task played twice: its records are "<id>", "<id>#2", ... (ids must be unique)
+        n = repeats[str(r["id"])] = repeats.get(str(r["id"]), 0) + 1
+        if n > 1:
+            r["id"] = f"{r['id']}#{n}"
+    first: dict[str, int] = {}
+    for i, r in enumerate(records):
+        if str(r["id"]) in first:
+            raise ValueError(f"{path}: trajectories {first[str(r['id'])]} and {i} would share the record id "
+                             f"{r['id']!r} (one task played twice?); export one of them, or give them distinct ids")
+        first[str(r["id"])] = i
     if path.suffix == ".jsonl":
         text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
     else:

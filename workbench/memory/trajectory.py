@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from workbench.files import (
     FormatError,
     atomic_write_text,
-    cut_torn_tail,
+    cut_torn_tail,  # noqa: F401  (re-exported: writers import it from here)
     describe,
     iter_jsonl,
     present,

@@ -22,12 +22,7 @@ from pathlib import Path
 
 from workbench.eval.compare import paired_outcomes
 from workbench.eval.metrics import action_patterns
-from workbench.memory.trajectory import (
-    Trajectory,
-    TrajectoryFormatError,
-    iter_jsonl_dicts,
-    read_jsonl,
-)
+from workbench.eval.run_folder import read_episodes
 
 __all__ = ["DEFAULT_DTYPE", "PAIRS", "Outcomes", "band_accuracy", "band_label", "band_pairs_from", "decode_outcomes",
            "encode_outcomes", "folder_dtype", "folder_decisions", "folder_outcomes", "folder_table", "parse_step_bands",
@@ -81,8 +76,7 @@ def folder_outcomes(root: Path, models: list[str], conds: list[str]) -> dict[tup
     for model in models:
         for cond in conds:
             folder = Path(root) / model / cond
-            eps = ({d["task_id"]: bool(d["success"]) for d in iter_jsonl_dicts(folder / "trajectories.jsonl")}
-                   if (folder / "trajectories.jsonl").exists() else {})
+            eps = {t.task_id: t.success for t in read_episodes(folder)}  # strict; none when the file is missing
             tf = (read_json(folder / "teacher_forced.json")
                   if (folder / "teacher_forced.json").exists() else {"per_step": []})
             steps = {(r["task_id"], r["step"]): r["chosen"] == r["expert"] for r in tf.get("per_step", [])}
@@ -332,10 +326,7 @@ def _action_patterns(folder: Path, metrics: dict) -> dict | None:
     rows = folder / "trajectories.jsonl"
     if not recorded or set(action_patterns([])) <= set(recorded) or not rows.exists():
         return recorded
-    try:
-        trajs = read_jsonl(rows, Trajectory)
-    except TrajectoryFormatError:  # episodes this version cannot read: what was recorded when they were played
-        return recorded
+    trajs = read_episodes(folder)  # strict: a damaged file is an error, not a silent fallback
     return action_patterns(trajs) if trajs else recorded
 
 

@@ -29,8 +29,9 @@ from workbench.envs.memory_base import expert_trajectories_for
 from workbench.envs.oracle import label_trajectory_states
 from workbench.eval.compare import paired_outcomes
 from workbench.eval.metrics import action_patterns
+from workbench.eval.run_folder import read_episodes
 from workbench.eval.sweep import load_grid, run_sweep
-from workbench.memory.trajectory import Trajectory, atomic_write_text, iter_jsonl_dicts
+from workbench.memory.trajectory import Trajectory, atomic_write_text
 from workbench.training.data import admissible_at
 from workbench.training.layouts import BUDGETS, LAYOUTS, Layout
 
@@ -49,8 +50,7 @@ def label_trajectory(traj: Trajectory, plan: Sequence[str]) -> list[str | None]:
 def label_run(run_dir: str | Path, plans: dict[str, Sequence[str]], tag: str) -> list[Trajectory]:
     """Label every episode of a run folder (episodes of games without a planner plan are skipped)."""
     out = []
-    for d in iter_jsonl_dicts(Path(run_dir) / "trajectories.jsonl"):
-        t = Trajectory.model_validate(d)
+    for t in read_episodes(run_dir):
         if t.task_id not in plans:
             continue
         labels = label_trajectory(t, plans[t.task_id])
@@ -186,8 +186,7 @@ def _episodes(it: Path) -> dict[tuple[str, str], Trajectory]:
     """(layout configuration, task id) -> episode, over an iteration's finished rollouts."""
     out = {}
     for run in _rollout_runs(it):
-        for d in iter_jsonl_dicts(run / "trajectories.jsonl"):
-            t = Trajectory.model_validate(d)
+        for t in read_episodes(run):
             out[(run.name, t.task_id)] = t
     return out
 

@@ -49,9 +49,9 @@ from workbench.attention.diagnosis import diagnose_column, entry_scale
 from workbench.envs.alfworld import ALFWorldEnv, load_alfworld_tasks
 from workbench.envs.memory_base import expert_trajectories_for
 from workbench.envs.selection import parse_task_slice
-from workbench.locks import folder_lock
 from workbench.llm import LLMOutputError, run_stage
 from workbench.llm.registry import get_backend
+from workbench.locks import folder_lock
 from workbench.memory.base import MemoryBase
 from workbench.memory.retrieval import get_retriever
 from workbench.memory.tokens import memory_tokens

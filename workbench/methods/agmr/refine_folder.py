@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from workbench.envs.memory_base import default_memory_base
+from workbench.files import present, read_json, read_jsonl_models
 from workbench.memory.base import MemoryBase
 from workbench.memory.tokens import memory_tokens
 from workbench.memory.trajectory import (
@@ -16,7 +17,6 @@ from workbench.memory.trajectory import (
     atomic_write_text,
     cut_torn_tail,
     iter_jsonl_dicts,
-    read_text_utf8,
 )
 from workbench.methods.agmr.records import Execution, TaskRecord
 from workbench.methods.agmr.refine_config import RefineConfig
@@ -37,14 +37,19 @@ def refine_paths(root: Path) -> tuple[Path, Path, Path]:
 def load_log(root: str | Path) -> list[TaskRecord]:
     """The task records of a refined base (a torn last line, from a kill, is skipped)."""
     _, log, _ = refine_paths(Path(root))
-    return [TaskRecord.model_validate(d) for d in iter_jsonl_dicts(log)]
+    if not present(log):
+        return []
+    return [r for _, r in read_jsonl_models(log, TaskRecord, torn_ok=True, what="refinement log")]
 
 
 def load_executions(root: str | Path, ids: Sequence[str] | None = None) -> list[Execution]:
     """The executions of a refined base (all, or those with the given ids, in file order)."""
     _, _, path = refine_paths(Path(root))
     want = set(ids) if ids is not None else None
-    return [Execution.model_validate(d) for d in iter_jsonl_dicts(path) if want is None or d.get("id") in want]
+    if not present(path):
+        return []
+    return [e for _, e in read_jsonl_models(path, Execution, torn_ok=True, what="refinement executions")
+            if want is None or e.id in want]
 
 
 def _recover(base: MemoryBase, done: set[str]) -> list[TaskRecord]:
@@ -67,13 +72,13 @@ def _recover(base: MemoryBase, done: set[str]) -> list[TaskRecord]:
 
 def _open_base(root: Path, config: RefineConfig) -> MemoryBase:
     cfg_path, _, _ = refine_paths(root)
-    if cfg_path.exists() and json.loads(read_text_utf8(cfg_path)).get("cloning"):
+    if present(cfg_path) and read_json(cfg_path, "refinement config").get("cloning"):
         # a kill while the source was being copied: nothing was refined yet, so copy it again
         for name in ("entries.jsonl", "history.jsonl"):
             (root / name).unlink(missing_ok=True)
         cfg_path.unlink()
     if cfg_path.exists():
-        saved = json.loads(read_text_utf8(cfg_path))
+        saved = read_json(cfg_path, "refinement config")
         if saved.get("config") != config.identity():
             diff = {k: (saved.get("config", {}).get(k), v) for k, v in config.identity().items()
                     if saved.get("config", {}).get(k) != v}
@@ -111,6 +116,7 @@ def prepare(root: Path, config: RefineConfig) -> tuple[MemoryBase, set[str]]:
     done = {r.task_id for r in load_log(root)}
     for rec in _recover(base, done):
         append_jsonl(log_path, rec)
+    load_executions(root)  # every line checked (a torn last one skipped)
     rows = list(iter_jsonl_dicts(exec_path))
     kept = [d for d in rows if d.get("task_id") in done]
     if len(kept) != len(rows):
@@ -123,7 +129,7 @@ def refine_stats(root: str | Path) -> dict:
     """What a refinement did: tasks, branches, commits per pattern and branch, rollbacks, attempts, the base."""
     root = Path(root)
     cfg_path, _, _ = refine_paths(root)
-    saved = json.loads(read_text_utf8(cfg_path)) if cfg_path.exists() else {}
+    saved = read_json(cfg_path, "refinement config") if present(cfg_path) else {}
     log = load_log(root)
     base = MemoryBase(root)
     failures = [r for r in log if r.branch == "failure"]
