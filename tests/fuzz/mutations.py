@@ -129,8 +129,9 @@ def damaged_text(draw, text: str) -> bytes:
 
 
 @st.composite
-def damaged_file(draw, text: str, jsonl: bool) -> tuple[str, bytes | None]:
-    """A damaged version of a valid file: ``("bytes", data)``, ``("dir", None)`` or ``("loop", None)``."""
+def damaged_file(draw, text: str, jsonl: bool, loads=json.loads, dumps=None) -> tuple[str, bytes | None]:
+    """A damaged version of a valid file: ``("bytes", data)``, ``("dir", None)`` or ``("loop", None)``. ``loads``
+    and ``dumps`` parse and write the format (JSON by default; YAML for grids)."""
     kind = draw(st.sampled_from(["object"] * 6 + ["text"] * 5 + ["dir", "loop"]))
     if kind in ("dir", "loop"):
         return kind, None
@@ -141,7 +142,8 @@ def damaged_file(draw, text: str, jsonl: bool) -> tuple[str, bytes | None]:
         i = draw(st.integers(0, len(lines) - 1))
         lines[i] = _dump(draw(mutated_object(json.loads(lines[i]))), False)
         return "bytes", ("\n".join(lines) + "\n").encode()
-    return "bytes", _dump(draw(mutated_object(json.loads(text))), False).encode()
+    obj = draw(mutated_object(loads(text)))
+    return "bytes", (dumps(obj) if dumps else _dump(obj, False)).encode()
 
 
 def place(path: Path, case: tuple[str, bytes | None]) -> None:

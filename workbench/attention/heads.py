@@ -168,7 +168,8 @@ class HeadScoresRecord(BaseModel):
     n_layers: int = Field(ge=1, le=MAX_INDEX)
     n_heads: int = Field(ge=1, le=MAX_INDEX)
     n_pairs: int = Field(ge=0)
-    scores: list[list[Annotated[float, Field(allow_inf_nan=False)]]]  # [n_layers][n_heads]
+    # [n_layers][n_heads]; bounded so float32 (the tensor they load into) holds them
+    scores: list[list[Annotated[float, Field(allow_inf_nan=False, ge=-1e6, le=1e6)]]]
     top_heads: list[_HeadPair] = []  # (layer, head_index) by descending score, for readers without torch
 
     @field_validator("top_heads")

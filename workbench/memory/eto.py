@@ -31,7 +31,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from workbench.files import FormatError, atomic_write_text, loads_strict, read_text
+from workbench.files import (
+    FormatError,
+    atomic_write_text,
+    describe,
+    loads_strict,
+    read_text,
+)
 from workbench.memory.task_info import infer_task_type, parse_game_ref
 from workbench.memory.trajectory import Step, Trajectory
 
@@ -248,23 +254,26 @@ def eto_to_trajectory(record: Any, *, where: str = "record", success: bool = Tru
     ok = wb.success if wb else success
     rewards = wb.rewards if wb else [0.0] * (n - 1) + [1.0 if ok else 0.0]
     dones = wb.dones if wb else [False] * (n - 1) + [ok]
-    steps = tuple(Step(observation=observations[k], thought=thoughts[k], action=actions[k], reward=rewards[k],
-                       done=dones[k]) for k in range(n))
     if wb is not None:
         split = wb.split
     else:
         split = ref.split if (ref := parse_game_ref(task_id)) else ""
-    return Trajectory(
-        task_id=task_id,
-        task_type=wb.task_type if wb else infer_task_type(task_id, goal),
-        goal=goal,
-        initial_observation=room if wb is None or wb.initial_observation is None else wb.initial_observation,
-        steps=steps,
-        success=ok,
-        source=wb.source if wb else source,
-        split=split,
-        meta=meta,
-    )
+    try:
+        steps = tuple(Step(observation=observations[k], thought=thoughts[k], action=actions[k], reward=rewards[k],
+                           done=dones[k]) for k in range(n))
+        return Trajectory(
+            task_id=task_id,
+            task_type=wb.task_type if wb else infer_task_type(task_id, goal),
+            goal=goal,
+            initial_observation=room if wb is None or wb.initial_observation is None else wb.initial_observation,
+            steps=steps,
+            success=ok,
+            source=wb.source if wb else source,
+            split=split,
+            meta=meta,
+        )
+    except ValidationError as e:  # a value the episode record refuses (an id over 512 characters, a reward of 1e9)
+        raise _error(path, where, describe(e)) from None
 
 
 def trajectory_to_eto(traj: Trajectory, *, style: EtoStyle = "from_value", with_meta: bool = True) -> dict:
