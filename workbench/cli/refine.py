@@ -35,7 +35,7 @@ def cmd_refine(a: argparse.Namespace) -> int:
         0; errors are raised (``main`` turns them into exit status 2).
     """
     heads: tuple = ()  # none given: the model's committed retrieval heads
-    if a.heads or a.scores:
+    if a.heads is not None or a.scores:  # a bare --heads is an error (parse_heads), not the committed heads
         heads = tuple(tuple(h) for h in heads_or_top_k(parse_heads(a), a, a.model))
     cfg = RefineConfig(split=a.split, tasks=a.tasks, model=a.model, dtype=a.dtype, heads=heads, backend=a.backend,
                        backend_args=tuple(a.backend_arg or ()), variant=a.variant, max_attempts=a.max_attempts,

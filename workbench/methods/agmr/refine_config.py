@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from workbench.attention.head_set import check_heads
 from workbench.models.registry import DEFAULT_AGENT
 
 __all__ = ["VARIANTS", "RefinementError", "RefineConfig"]
@@ -50,7 +51,8 @@ class RefineConfig:
     source: str | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "heads", tuple(tuple(int(x) for x in h) for h in self.heads))
+        # integers only (a float 20.7 is refused, never truncated to 20), distinct; empty: the committed heads
+        object.__setattr__(self, "heads", tuple(check_heads(self.heads, "refinement heads", required=False)))
         object.__setattr__(self, "backend_args", tuple(self.backend_args))
         if self.variant not in VARIANTS:
             raise ValueError(f"variant '{self.variant}': expected one of {', '.join(VARIANTS)}")
