@@ -114,14 +114,14 @@ def check_file(path: str | os.PathLike, what: str = "file") -> Path:
         raise FileNotFoundError(f"{path}: no such {what}") from None
     except OSError as e:
         if e.errno == errno.ELOOP:
-            raise FormatError(path, "a symlink loop", fix=f"point it at a real {what}") from None
+            raise FormatError(path, "a symlink loop", fix=f"point it at the real {what}") from None
         raise FormatError(path, f"cannot be read ({e.strerror})") from None
     if path.is_dir():
-        raise FormatError(path, f"is a directory, where a {what} belongs", fix="pass the file inside it")
+        raise FormatError(path, f"is a directory, where the {what} belongs", fix="pass the file inside it")
     import stat as _stat
 
     if not _stat.S_ISREG(st.st_mode):
-        raise FormatError(path, f"is not a regular file, where a {what} belongs")
+        raise FormatError(path, f"is not a regular file, where the {what} belongs")
     return path
 
 
@@ -208,7 +208,7 @@ def read_json(path: str | os.PathLike, what: str = "JSON file") -> Any:
     """The strictly parsed JSON of a whole file (see :func:`loads_strict`); an empty file is an error."""
     text = read_text(path, what)
     if not text.strip():
-        raise FormatError(path, f"empty, where a {what} belongs", fix="restore it or remove the folder")
+        raise FormatError(path, f"empty, where the {what} belongs", fix="restore it or remove the folder")
     return loads_strict(text, path)
 
 

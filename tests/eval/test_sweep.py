@@ -164,7 +164,7 @@ def test_malformed_grid_values_are_named(tmp_path, body, message):
 def test_a_grid_file_that_is_not_a_readable_text_file(tmp_path):
     folder = tmp_path / "grid.yaml"
     folder.mkdir()
-    with pytest.raises(GridError, match=r"grid\.yaml: is a directory, where a grid file belongs"):
+    with pytest.raises(GridError, match=r"grid\.yaml: is a directory, where the grid file belongs"):
         load_grid(folder)
     loop = tmp_path / "loop.yaml"
     loop.symlink_to(loop)
