@@ -67,6 +67,7 @@ from workbench.eval.sweep_status import (
     this_process,
 )
 from workbench.files import FormatError, read_json, read_text
+from workbench.locks import folder_locks
 from workbench.memory.trajectory import atomic_write_text
 from workbench.models.loading import (
     ModelNotFoundError,
@@ -375,6 +376,13 @@ def run_sweep(grid: Grid, workers: int | None = None, ray_address: str | None = 
             raise GridError(f"{grid.path}: --only {missing[0]}: no such configuration (known: {', '.join(grid.names)})")
         configs = [c for c in configs if Path(c.out).name in only]
     refuse_concurrent(grid.out, [Path(c.out).name for c in configs])  # before anything is written
+    # the folders this invocation writes (adoption included) are its own until it ends: another `run` or sweep on
+    # one of them refuses, naming this process (two sweeps over disjoint --only sets run side by side)
+    with folder_locks([c.out for c in configs], f"workbench sweep {grid.path} (--out {grid.out})"):
+        return _run_sweep_locked(grid, configs, workers, ray_address, progress, on_result, adopt_from)
+
+
+def _run_sweep_locked(grid: Grid, configs: list[RunConfig], workers, ray_address, progress, on_result, adopt_from):
     state_file = state_path(grid)
     earlier = ([inv.model_dump(exclude_unset=True) for inv in read_sweep_record(state_file).invocations]
                if state_file.exists() or state_file.is_symlink() else [])
