@@ -113,10 +113,11 @@ def test_fuzz_head_scores_file(case):
         _classify("head scores file", path, lambda: HeadScores.load(path), check)
 
 
-@settings(max_examples=examples(30), derandomize=True, database=None, deadline=None,
+@settings(max_examples=examples(60), derandomize=True, database=None, deadline=None,
           suppress_health_check=list(HealthCheck))
 @given(s=st.one_of(st.text(max_size=12), st.sampled_from(["-1.-1", "99999.99999", "\u0661.\u0662", "1_0.3", "3.4",
-                                                        " 1.3", "1.3 ", "01.02", "1.", ".1", "1.2.3", "0.0"])))
+                                                        " 1.3", "1.3 ", "01.02", "1.", ".1", "1.2.3", "0.0"]),
+                   st.tuples(st.integers(-3, 5000), st.integers(-3, 5000)).map(lambda t: f"{t[0]}.{t[1]}")))
 def test_fuzz_heads_option(s):
     import argparse
 
@@ -130,6 +131,7 @@ def test_fuzz_heads_option(s):
         TALLY["--heads option"]["named error"] += 1
         return
     assert heads and all(_head_ok(h) for h in heads) and len(set(heads)) == len(heads)
+    assert tuple(heads[0]) == tuple(int(x) for x in s.split("."))  # read as written, never rounded or parsed loosely
     TALLY["--heads option"]["correct read"] += 1
 
 
@@ -185,5 +187,5 @@ def test_fuzz_sweep_record(case):
 
 
 def test_make_test_runs_at_least_a_thousand_fuzz_cases():
-    """130 x 5 (run folders, memory base) + 90 x 5 + 30 (heads, scores, grids, ETO, sweep records, --heads)."""
-    assert examples(130) * 5 + examples(90) * 5 + examples(30) >= 1000
+    """130 x 5 (run folders, memory base) + 90 x 6 + 60 (heads, scores, grids, ETO, sweep records, --heads)."""
+    assert examples(130) * 5 + examples(90) * 6 + examples(60) >= 1000
