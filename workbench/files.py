@@ -164,24 +164,20 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict:
     return out
 
 
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_BRACKET = re.compile(r"[\[\]{}]")
+
+
 def _depth(text: str) -> int:
-    """The deepest bracket nesting outside strings."""
+    """The deepest bracket nesting outside strings (strings removed by a regex first: the loop sees brackets only)."""
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return 0  # cannot be deeper than the limit
     depth = best = 0
-    in_str = esc = False
-    for ch in text:
-        if in_str:
-            if esc:
-                esc = False
-            elif ch == "\\":
-                esc = True
-            elif ch == '"':
-                in_str = False
-        elif ch == '"':
-            in_str = True
-        elif ch in "[{":
+    for m in _BRACKET.finditer(_STRING.sub("", text)):
+        if m.group() in "[{":
             depth += 1
             best = max(best, depth)
-        elif ch in "]}":
+        else:
             depth -= 1
     return best
 
@@ -257,7 +253,8 @@ def is_torn_prefix(line: str) -> bool:
     tail = ""
     if in_str:
         m = _UNICODE_TAIL.search(s)
-        if m and not s[: m.start()].endswith("\\"):
+        run = len(s[: m.start()]) - len(s[: m.start()].rstrip("\\")) if m else 0
+        if m and run % 2 == 0:  # the backslash opens an escape (an odd run before it would be an escaped one)
             tail = "0" * (6 - len(m.group()))
         elif esc:
             tail = "n"
@@ -280,6 +277,22 @@ class Torn:
     n_bytes: int
 
 
+def _text_with_torn_char(path: Path, what: str) -> str:
+    """The file's text; a kill mid-append can cut the last line inside a multi-byte character, and those last
+    bytes alone (an unterminated last line ending in an incomplete UTF-8 sequence) are dropped: the line is torn
+    either way. Invalid bytes anywhere else are an error (:func:`read_text`)."""
+    try:
+        return read_text(path, what)
+    except FormatError:
+        data = check_file(path, what).read_bytes()
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            if e.reason == "unexpected end of data" and e.end == len(data) and b"\n" not in data[e.start:]:
+                return data[: e.start].decode("utf-8")  # raises, naming nothing, if anything before is bad too
+        raise
+
+
 def iter_jsonl(path: str | os.PathLike, *, torn_ok: bool, what: str = "JSONL file",
                torn: list[Torn] | None = None) -> Iterator[tuple[int, Any]]:
     """``(line number, parsed object)`` of each non-blank line of a JSONL file.
@@ -291,7 +304,13 @@ def iter_jsonl(path: str | os.PathLike, *, torn_ok: bool, what: str = "JSONL fil
     Raises:
         FormatError: a line that is not strict JSON (but the tolerated torn tail).
     """
-    text = read_text(path, what)
+    if torn_ok:
+        try:
+            text = _text_with_torn_char(Path(path), what)
+        except UnicodeDecodeError:
+            text = read_text(path, what)  # the named error, for the byte that is bad
+    else:
+        text = read_text(path, what)
     lines = text.split("\n")
     last = len(lines)  # the unterminated remainder ("" when the file ends with a newline)
     for i, line in enumerate(lines, start=1):
@@ -367,11 +386,15 @@ def cut_torn_tail(path: str | os.PathLike) -> Torn | None:
         return None
     keep = data.rfind(b"\n") + 1
     tail = data[keep:]
+    line = data.count(b"\n") + 1
     try:
         tail_text = tail.decode("utf-8")
-    except UnicodeDecodeError:  # a kill can cut a multi-byte character in two
-        tail_text = tail.decode("utf-8", errors="ignore")
-    line = data.count(b"\n") + 1
+    except UnicodeDecodeError as e:  # a kill can cut a multi-byte character in two: only at the very end
+        if e.reason != "unexpected end of data" or e.end != len(tail):
+            raise FormatError(path, f"the last line is unterminated and holds bytes that are not UTF-8 (byte "
+                                    f"0x{tail[e.start]:02x})", where=f"line {line}",
+                              fix="look at it and remove it by hand if it is garbage") from None
+        tail_text = tail[: e.start].decode("utf-8")
     if tail.strip() and not is_torn_prefix(tail_text):
         try:
             loads_strict(tail_text, path)  # a whole record without its newline: keep it, end its line

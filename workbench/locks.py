@@ -38,7 +38,7 @@ log = logging.getLogger("workbench.locks")
 LOCK_FILE = ".workbench.lock"
 HOLDER_FILE = ".workbench.lock.json"
 
-_held: dict[Path, int] = {}  # folder -> depth, for re-entry in this process
+_held: dict[tuple[int, Path], int] = {}  # (thread, folder) -> depth: re-entry in one thread (another thread is refused)
 _guard = threading.Lock()
 
 
@@ -57,12 +57,15 @@ def _alive(pid: int) -> bool:
 
 
 def holder(folder: str | os.PathLike) -> dict | None:
-    """What the folder's holder file says (``pid``, ``command``, ``host``, ``since``), or None."""
+    """What the folder's holder file says (``pid``, ``command``, ``host``, ``since``), or None (no file, or one
+    that is not such a record: its holder is unknown)."""
     try:
         d = json.loads((Path(folder) / HOLDER_FILE).read_text(encoding="utf-8"))
-        return d if isinstance(d, dict) else None
     except (OSError, ValueError):
         return None
+    if not isinstance(d, dict) or isinstance(d.get("pid"), bool) or not isinstance(d.get("pid"), int) or d["pid"] < 1:
+        return None
+    return {"pid": d["pid"], **{k: str(d.get(k, "?")) for k in ("command", "host", "since")}}
 
 
 def _command() -> str:
@@ -70,33 +73,33 @@ def _command() -> str:
 
 
 @contextmanager
-def folder_lock(folder: str | os.PathLike, command: str | None = None) -> Iterator[Path]:
+def folder_lock(folder: str | os.PathLike, command: str | None = None, wait: float = 0) -> Iterator[Path]:
     """Hold ``folder``'s lock (the folder is created if missing) for the ``with`` block.
 
     Args:
         folder: the output folder.
         command: what holds it, for the refusal's message (default: this process's command line).
+        wait: seconds to wait for another holder to finish (0: refuse at once).
 
     Raises:
         FolderBusyError: a live process holds it.
     """
     folder = Path(folder).resolve()
+    key = (threading.get_ident(), folder)
     with _guard:
-        if folder in _held:
-            _held[folder] += 1
-            reentered = True
-        else:
-            reentered = False
+        reentered = key in _held
+        if reentered:
+            _held[key] += 1
     if reentered:
         try:
             yield folder
         finally:
             with _guard:
-                _held[folder] -= 1
+                _held[key] -= 1
         return
     created = not folder.exists()
     folder.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(folder / LOCK_FILE, timeout=0, thread_local=False)
+    lock = FileLock(folder / LOCK_FILE, timeout=wait, thread_local=False)
     try:
         lock.acquire()
     except Timeout:
@@ -107,29 +110,37 @@ def folder_lock(folder: str | os.PathLike, command: str | None = None) -> Iterat
                               "(a resumable command continues where it stopped)") from None
     try:
         old = holder(folder)
-        if old and old.get("pid") != os.getpid():
-            state = "dead" if not _alive(int(old.get("pid", 0) or 0)) else "gone"
-            log.warning("%s: took over a stale lock of %s PID %s (%s, since %s)", folder, state, old.get("pid"),
-                        old.get("command", "?"), old.get("since", "?"))
+        if old and old["pid"] != os.getpid():
+            if old["host"] == socket.gethostname() and _alive(old["pid"]):
+                # its lock file was removed under it (by hand, or a cleanup race): it still writes here
+                lock.release()
+                raise FolderBusyError(f"{folder}: in use by PID {old['pid']} ({old['command']}, since {old['since']}; "
+                                      f"its lock file {LOCK_FILE} was removed while it ran); wait for it to finish "
+                                      "or stop it, then run again")
+            log.warning("%s: took over a stale lock of dead PID %s (%s, since %s)", folder, old["pid"],
+                        old["command"], old["since"])
         atomic_write_text(folder / HOLDER_FILE, json.dumps(
             {"pid": os.getpid(), "command": command or _command(), "host": socket.gethostname(),
              "since": time.strftime("%Y-%m-%dT%H:%M:%S")}))
         with _guard:
-            _held[folder] = 1
+            _held[key] = 1
         try:
             yield folder
         finally:
             with _guard:
-                del _held[folder]
+                del _held[key]
             (folder / HOLDER_FILE).unlink(missing_ok=True)
+            # a command that wrote nothing leaves no folder behind; removed while the lock is still held, so a
+            # process waiting on this lock file finds it unlinked (filelock then retries on a new one, or refuses)
+            if created and {p.name for p in folder.iterdir()} <= {LOCK_FILE}:
+                (folder / LOCK_FILE).unlink(missing_ok=True)
+                try:
+                    folder.rmdir()
+                except OSError:
+                    pass
     finally:
-        lock.release()
-        if created and {p.name for p in folder.iterdir()} <= {LOCK_FILE}:  # a command that wrote nothing leaves
-            (folder / LOCK_FILE).unlink(missing_ok=True)                      # no folder behind
-            try:
-                folder.rmdir()
-            except OSError:
-                pass
+        if lock.is_locked:
+            lock.release()
 
 
 @contextmanager

@@ -148,3 +148,56 @@ def test_two_concurrent_run_resumes_the_second_refuses_naming_the_first(tmp_path
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_another_thread_is_refused_and_a_removed_lock_file_does_not_let_a_second_writer_in(tmp_path):
+    import threading
+
+    folder = tmp_path / "f"
+    seen = []
+    with folder_lock(folder):
+        t = threading.Thread(target=lambda: seen.append(_try(folder)))
+        t.start()
+        t.join()
+        (folder / ".workbench.lock").unlink()  # removed by hand while held
+        proc = subprocess.run([sys.executable, "-c", f"from workbench.locks import folder_lock\n"
+                               f"with folder_lock({str(folder)!r}): pass"], capture_output=True, text=True)
+    assert seen == ["refused"]
+    assert proc.returncode != 0 and f"in use by PID {os.getpid()}" in proc.stderr
+
+
+def _try(folder):
+    try:
+        with folder_lock(folder):
+            return "held"
+    except FolderBusyError:
+        return "refused"
+
+
+def test_a_malformed_holder_file_is_an_unknown_holder(tmp_path):
+    folder = tmp_path / "f"
+    folder.mkdir()
+    (folder / HOLDER_FILE).write_text('{"pid": "12ab"}')
+    assert holder(folder) is None
+    with folder_lock(folder, "me"):
+        assert holder(folder)["command"] == "me"
+
+
+def test_a_torn_line_cut_inside_a_multibyte_character_is_still_torn(tmp_path, caplog):
+    rec = json.dumps({"task_id": "t", "goal": "mettre la tasse sur l'étagère — vite"}, ensure_ascii=False)
+    data = (RECORD + "\n").encode() + rec.encode()
+    cut = data.index("é".encode()) + 1  # inside the two bytes of é
+    f = tmp_path / "a.jsonl"
+    f.write_bytes(data[:cut])
+    assert [i for i, _ in iter_jsonl(f, torn_ok=True)] == [1]
+    assert cut_torn_tail(f).line == 2 and f.read_text() == RECORD + "\n"
+    f.write_bytes((RECORD + "\n").encode() + b'{"a": "\xff\xfe x')  # invalid bytes that no cut makes: an error
+    with pytest.raises(FormatError, match="not UTF-8"):
+        list(iter_jsonl(f, torn_ok=True))
+    with pytest.raises(FormatError, match="not UTF-8"):
+        cut_torn_tail(f)
+
+
+def test_a_torn_escape_after_an_escaped_backslash():
+    whole = json.dumps({"s": "C:\\\x1f"})  # {"s": "C:\\\u001f"}
+    assert all(is_torn_prefix(whole[:k]) for k in range(1, len(whole)))

@@ -184,8 +184,3 @@ def test_fuzz_sweep_record(case):
                 assert inv.pid is None or (isinstance(inv.pid, int) and inv.pid >= 0)
 
         _classify("sweep record", path, lambda: read_sweep_record(path), check)
-
-
-def test_make_test_runs_at_least_a_thousand_fuzz_cases():
-    """130 x 5 (run folders, memory base) + 90 x 6 + 60 (heads, scores, grids, ETO, sweep records, --heads)."""
-    assert examples(130) * 5 + examples(90) * 6 + examples(60) >= 1000

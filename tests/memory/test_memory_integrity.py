@@ -37,7 +37,8 @@ def test_an_entry_cut_from_entries_is_an_error_and_repair_restores_it(base, caps
     """Finding: `sed -i 1d entries.jsonl; workbench memory log BASE` exited 0 and a later write dropped e0's
     history for good."""
     history = (base / HISTORY_FILE).read_text()
-    (base / ENTRIES_FILE).write_text("\n".join(_lines(base / ENTRIES_FILE)[1:]) + "\n")
+    lines = _lines(base / ENTRIES_FILE)  # line 1 is the store header; line 2 is e0
+    (base / ENTRIES_FILE).write_text("\n".join(lines[:1] + lines[2:]) + "\n")
     assert main(["memory", "log", str(base)]) == 2
     err = capsys.readouterr().err
     assert "history.jsonl line 1: entry 'e0': a record (version 0) of an entry entries.jsonl lacks" in err
@@ -64,10 +65,11 @@ def test_a_damaged_history_is_never_read_as_a_shorter_one(base, damage):
 
 
 @pytest.mark.parametrize(("edit", "says"), [
-    (lambda h: h + [h[0]], "version 0 again (an identical copy of line 1)"),
-    (lambda h: h + [h[0].replace('"goal 0"', '"other"')], "version 0 again (a different record of line 1)"),
+    (lambda h: h[:1] + [h[0]] + h[1:], "version 0 again (an identical copy of line 1)"),
+    (lambda h: h[:1] + [h[0].replace('"goal 0"', '"other"')] + h[1:], "version 0 again (a different record of line 1)"),
     (lambda h: [h[0], h[1], h[2], h[4], h[3]], "version 1 after version 2"),
-    (lambda h: h + [h[0].replace('"e0"', '"ghost"')], "a record (version 0) of an entry entries.jsonl lacks"),
+    (lambda h: h[:2] + [h[0].replace('"e0"', '"ghost"')] + h[2:], "a record (version 0) of an entry entries.jsonl lacks"),
+    (lambda h: h[:4], "holds 4 records, but entries.jsonl was written after 5"),
 ])
 def test_integrity_problems_are_named(base, edit, says):
     h = _lines(base / HISTORY_FILE)
@@ -92,6 +94,9 @@ def test_out_of_range_and_mistyped_values_are_refused(base, bad, field):
 
 
 def test_a_missing_build_record_is_added_by_repair_and_nothing_else_changes(base):
+    """A base written before entries.jsonl had its header (or by hand): every history record counts, and an entry
+    without its build record gets one from --repair."""
+    (base / ENTRIES_FILE).write_text("\n".join(_lines(base / ENTRIES_FILE)[1:]) + "\n")  # no header
     h = _lines(base / HISTORY_FILE)
     (base / HISTORY_FILE).write_text("\n".join(x for x in h if '"entry_id":"e2"' not in x) + "\n")
     assert [p.entry_id for p in read_store(base).problems] == ["e2"]
@@ -104,9 +109,9 @@ def test_a_missing_build_record_is_added_by_repair_and_nothing_else_changes(base
 
 def test_repair_refuses_what_adding_cannot_fix_and_writes_nothing(base):
     h = _lines(base / HISTORY_FILE)
-    (base / HISTORY_FILE).write_text("\n".join(h + [h[0]]) + "\n")
+    (base / HISTORY_FILE).write_text("\n".join(h[:1] + [h[0]] + h[1:]) + "\n")
     before = (base / HISTORY_FILE).read_text()
-    with pytest.raises(MemoryBaseIntegrityError, match="remove line 6"):
+    with pytest.raises(MemoryBaseIntegrityError, match="remove line 2"):
         repair_store(base)
     assert (base / HISTORY_FILE).read_text() == before
 
@@ -124,12 +129,40 @@ def test_a_write_killed_between_history_and_entries_is_dropped_not_an_error(base
     assert mb.get("e0").goal == "goal 0"
     mb.commit(mb.get("e2").model_copy(update={"goal": "landed"}), "edit")
     assert "never landed" not in (base / HISTORY_FILE).read_text() and not read_store(base).problems
+    assert "never landed" in (base / "history.aborted.jsonl").read_text()  # set aside, never lost
 
 
 def test_a_hand_deleted_last_entry_of_a_batch_is_no_unfinished_write(base):
-    """The build record of the last entry of a one-write batch shares the batch's timestamp with records that did
-    reach entries.jsonl: removing that entry by hand is a problem, not an unfinished write to drop."""
+    """entries.jsonl's header counts the records its write committed: removing an entry by hand is a problem,
+    whichever it is, never an unfinished write to drop (the header, not timestamps, says which records are pending)."""
     lines = _lines(base / ENTRIES_FILE)
-    (base / ENTRIES_FILE).write_text("\n".join(lines[:2]) + "\n")  # e2, the last of the build batch, removed
+    (base / ENTRIES_FILE).write_text("\n".join(lines[:3]) + "\n")  # header, e0, e1: e2 removed
     st = read_store(base)
     assert not st.pending and [p.entry_id for p in st.problems] == ["e2"]
+
+
+def test_an_emptied_entries_file_is_no_unfinished_write(base, tmp_path):
+    """`: > entries.jsonl` on a base built in one write: every entry is reported (and --repair restores them from
+    the history); the next write cannot drop the history (the review's counterexample to a timestamp rule)."""
+    (base / ENTRIES_FILE).write_text("")
+    st = read_store(base)
+    assert not st.pending and {p.entry_id for p in st.problems} == {"e0", "e1", "e2"}
+    with pytest.raises(MemoryBaseIntegrityError):
+        MemoryBase(base)
+    repair_store(base)
+    mb = MemoryBase(base)
+    assert [e.entry_id for e in mb] == ["e0", "e1", "e2"] and mb.get("e1").goal == "goal 1, edited twice"
+
+
+def test_a_clone_is_whole_or_absent(base, tmp_path, monkeypatch):
+    import workbench.memory.base as mbase
+
+    src = MemoryBase(base)
+    real = mbase.os.replace
+    monkeypatch.setattr(mbase.os, "replace", lambda *a: (_ for _ in ()).throw(KeyboardInterrupt("killed")))
+    with pytest.raises(KeyboardInterrupt):
+        src.clone(tmp_path / "copy")
+    assert not (tmp_path / "copy").exists() and not list(tmp_path.glob(".copy.clone-*"))
+    monkeypatch.setattr(mbase.os, "replace", real)
+    copy = src.clone(tmp_path / "copy")
+    assert [e for e in copy] == [e for e in src] and len(copy._history) == len(src._history)

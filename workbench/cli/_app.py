@@ -41,7 +41,7 @@ COMMANDS = (run, sweep, refine, memory, proactive_sft, dagger, merge_runs, exper
             listing)
 # errors a user can fix from the message alone: one line on stderr and exit status 2, no traceback
 USER_ERRORS = (ValueError, FileNotFoundError, FileExistsError, JobError, ConcurrentSweepError, FormatError,
-               FolderBusyError, IsADirectoryError, NotADirectoryError, PermissionError)
+               FolderBusyError, OSError)  # OSError: a full disk, a permission, a path that is a file: not bugs
 
 
 def build_parser() -> argparse.ArgumentParser:

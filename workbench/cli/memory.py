@@ -36,11 +36,12 @@ def _check(folder: str, repair: bool) -> int:
             for line in repair_store(folder):
                 print(f"repaired: {line}")
     st = read_store(folder)
-    for i, _ in st.torn:
-        print(f"note: history.jsonl line {i}: a torn last line (a killed append); the next write cuts it")
+    for t in st.torn:
+        print(f"note: history.jsonl line {t.line}: a torn last line ({t.n_bytes} bytes, a killed append); the next "
+              "write cuts it")
     if st.pending:
         print(f"note: history.jsonl lines {st.pending[0][0]}-{st.pending[-1][0]}: a write that never reached "
-              "entries.jsonl (a kill mid-commit); ignored, and the next write drops it")
+              "entries.jsonl (a kill mid-commit); ignored, and the next write sets it aside in history.aborted.jsonl")
     for p in st.problems:
         print(f"problem: {p}")
     n_rep = sum(p.repairable for p in st.problems)

@@ -17,6 +17,7 @@ from workbench.envs.alfworld import (
     load_alfworld_tasks,
 )
 from workbench.envs.experts import expert_trajectories
+from workbench.locks import folder_lock
 from workbench.memory.base import MemoryBase
 from workbench.memory.trajectory import Trajectory, read_jsonl, write_jsonl
 from workbench.paths import cache_root
@@ -52,9 +53,13 @@ def expert_trajectories_for(split: str) -> list[Trajectory]:
 def default_memory_base(split: str = "valid_train"):
     """A MemoryBase of the successful expert trajectories of ``split`` (built once, then read from disk)."""
     folder = cache_root() / "memory" / f"alfworld-{split}-planner-{_expert_file(split).stem}-{_digest(split)}"
-    base = MemoryBase(folder)
-    if not base.entries():
-        base.build_from_trajectories([t for t in expert_trajectories_for(split) if t.success])
+    if (folder / "entries.jsonl").exists():
+        return MemoryBase(folder)
+    # built once: two processes starting on a fresh cache take turns (the second finds it built)
+    with folder_lock(folder, f"building the default memory base of {split}", wait=600):
+        base = MemoryBase(folder)
+        if not base.entries():
+            base.build_from_trajectories([t for t in expert_trajectories_for(split) if t.success])
     return base
 
 

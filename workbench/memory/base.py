@@ -16,8 +16,11 @@ One process writes a store at a time; readers in other processes see whole files
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import shutil
+import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -28,6 +31,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    ValidationError,
     ValidationInfo,
     field_validator,
 )
@@ -36,6 +40,8 @@ from workbench.files import (
     FormatError,
     Torn,
     atomic_write_text,
+    describe,
+    iter_jsonl,
     present,
     read_jsonl_models,
 )
@@ -48,6 +54,8 @@ __all__ = ["MemoryBase", "HistoryRecord", "StaleEntryError", "ENTRIES_FILE", "HI
 
 ENTRIES_FILE = "entries.jsonl"
 HISTORY_FILE = "history.jsonl"
+ABORTED_FILE = "history.aborted.jsonl"  # the records of writes a kill stopped before entries.jsonl (set aside)
+HEADER_KEY = "memory_base"  # entries.jsonl's first line: {"memory_base": {"format": 2, "history_records": N}}
 
 
 class StaleEntryError(ValueError):
@@ -141,25 +149,32 @@ class StoreState:
     problems: list[Problem] = field(default_factory=list)
 
 
-def _pending_tail(records: list[tuple[int, HistoryRecord]], entries: dict[str, MemoryEntry]) -> int:
-    """How many trailing history records are one unfinished write: records ahead of ``entries.jsonl`` (an
-    entry it lacks, or a version newer than it holds) forming the whole of the last write (one timestamp, and
-    the record before them is older)."""
-    def ahead(r: HistoryRecord) -> bool:
-        cur = entries.get(r.entry_id)
-        return cur is None or r.version > cur.version
+class StoreHeader(BaseModel):
+    """The first line of ``entries.jsonl``: how many history records the write that made it had committed. Written
+    in the same atomic rename as the entries, so the records after that many are, exactly, those of a write that
+    never reached ``entries.jsonl`` (a kill between the history append and the rename)."""
 
-    n = 0
-    while n < len(records) and ahead(records[-1 - n][1]):
-        n += 1
-    if not n:
-        return 0
-    stamps = {r.timestamp for _, r in records[len(records) - n:]}
-    if len(stamps) != 1 or not next(iter(stamps)):
-        return 0
-    if n < len(records) and records[-1 - n][1].timestamp >= next(iter(stamps)):
-        return 0  # the same write reached entries.jsonl for its other records, or an older record copied to the
-    return n      # end: no unfinished write
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    format: Literal[2] = 2
+    history_records: int = Field(ge=0)
+
+
+def _entries_text(entries: Iterable[MemoryEntry], history_records: int) -> str:
+    header = json.dumps({HEADER_KEY: StoreHeader(history_records=history_records).model_dump()})
+    return header + "\n" + "".join(e.model_dump_json() + "\n" for e in entries)
+
+
+def _set_aside(root: Path, pending: list[HistoryRecord]) -> None:
+    """Keep an unfinished write's records in ``history.aborted.jsonl`` before a write drops them from the history."""
+    if pending:
+        path = root / ABORTED_FILE
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write("".join(r.model_dump_json() + "\n" for r in pending))
+            fh.flush()
+            os.fsync(fh.fileno())
+        log.warning("%s: %d record(s) of a write that never reached %s set aside in %s", root, len(pending),
+                    ENTRIES_FILE, ABORTED_FILE)
 
 
 def read_store(root: str | os.PathLike) -> StoreState:
@@ -174,8 +189,22 @@ def read_store(root: str | os.PathLike) -> StoreState:
     entries_path, history_path = root / ENTRIES_FILE, root / HISTORY_FILE
     st = StoreState()
     lines: dict[str, int] = {}
+    header: StoreHeader | None = None
     if present(entries_path):
-        for i, e in read_jsonl_models(entries_path, MemoryEntry, torn_ok=False, what="memory base entries file"):
+        for i, obj in iter_jsonl(entries_path, torn_ok=False, what="memory base entries file"):
+            if i == 1 and isinstance(obj, dict) and set(obj) == {HEADER_KEY}:
+                try:
+                    header = StoreHeader.model_validate_json(json.dumps(obj[HEADER_KEY]), strict=True)
+                except ValidationError as err:
+                    raise FormatError(entries_path, f"the store header: {describe(err)}", where="line 1") from None
+                continue
+            if not isinstance(obj, dict):
+                raise FormatError(entries_path, f"a JSON {type(obj).__name__}, where a MemoryEntry object belongs",
+                                  where=f"line {i}")
+            try:
+                e = MemoryEntry.model_validate_json(json.dumps(obj), strict=True)
+            except ValidationError as err:
+                raise FormatError(entries_path, describe(err), where=f"line {i}") from None
             if e.entry_id in st.entries:
                 raise FormatError(entries_path, f"field 'entry_id': duplicate id {e.entry_id!r} (also line "
                                   f"{lines[e.entry_id]})", where=f"line {i}",
@@ -187,12 +216,18 @@ def read_store(root: str | os.PathLike) -> StoreState:
                                 "", True) for e in st.entries]
         return st
     records = read_jsonl_models(history_path, HistoryRecord, torn_ok=True, torn=st.torn, what="memory base history")
-    n_pending = _pending_tail(records, st.entries)
-    st.history, st.pending = records[: len(records) - n_pending], records[len(records) - n_pending:]
+    # entries.jsonl's header says how many records its write had committed: those after are an unfinished write
+    # (a base without the header, written before it existed or by hand, has none: every record counts)
+    committed = len(records) if header is None else header.history_records
+    if committed > len(records):
+        st.problems.append(Problem(HISTORY_FILE, None, "*", f"holds {len(records)} records, but entries.jsonl was "
+                                   f"written after {committed} (records were lost: the file was cut or replaced)",
+                                   "restore history.jsonl from a copy (the lost versions cannot be made again)"))
+    st.history, st.pending = records[:committed], records[committed:]
     if st.pending:
         log.warning("%s: lines %d-%d: %d history record(s) of a write that never reached %s (a kill mid-commit) "
-                    "are ignored; the next write drops them", history_path, st.pending[0][0], st.pending[-1][0],
-                    len(st.pending), ENTRIES_FILE)
+                    "are ignored; the next write sets them aside in %s", history_path, st.pending[0][0],
+                    st.pending[-1][0], len(st.pending), ENTRIES_FILE, ABORTED_FILE)
     seen: dict[tuple[str, int], int] = {}
     last: dict[str, tuple[int, HistoryRecord]] = {}
     for i, r in st.history:
@@ -275,11 +310,11 @@ def repair_store(root: str | os.PathLike) -> list[str]:
                                              "current version's record restored by `workbench memory check --repair`")))
             done.append(f"added {HISTORY_FILE} record of {eid!r} version {e.version}")
     history_path = root / HISTORY_FILE
+    kept = [r for _, r in st.history]
     if new or st.torn or st.pending:
-        keep = "".join(r.model_dump_json() + "\n" for _, r in st.history)
-        atomic_write_text(history_path, keep + "".join(r.model_dump_json() + "\n" for r in new))
-    if entries != st.entries or list(entries) != list(st.entries):
-        atomic_write_text(root / ENTRIES_FILE, "".join(e.model_dump_json() + "\n" for e in entries.values()))
+        _set_aside(root, [r for _, r in st.pending])  # nothing is dropped: an unfinished write is kept apart
+        atomic_write_text(history_path, "".join(r.model_dump_json() + "\n" for r in kept + new))
+    atomic_write_text(root / ENTRIES_FILE, _entries_text(entries.values(), len(kept) + len(new)))
     return done
 
 
@@ -306,6 +341,7 @@ class MemoryBase:
         self._entries: dict[str, MemoryEntry] = {}
         self._history: list[HistoryRecord] = []
         self._history_clean = True  # the history file holds exactly self._history, newline-terminated
+        self._pending: list[HistoryRecord] = []  # an unfinished write's records (set aside at the next write)
         self._load()
 
     # -- reading --------------------------------------------------------------------------------------------
@@ -316,6 +352,7 @@ class MemoryBase:
             raise MemoryBaseIntegrityError(self.root, state.problems)
         self._entries = dict(state.entries)
         self._history = [r for _, r in state.history]
+        self._pending = [r for _, r in state.pending]
         # a torn tail or an unfinished write's records: the next write rewrites the history without them
         self._history_clean = not state.torn and not state.pending
 
@@ -377,8 +414,11 @@ class MemoryBase:
     def _write(self, entries: dict[str, MemoryEntry], records: list[HistoryRecord]) -> None:
         """Persist ``entries`` as the new current state and ``records`` as new history, crash-safely."""
         was_clean, self._history_clean = self._history_clean, False
-        # History first: if the entries write never happens, these records are newer than their entries and
-        # are ignored on load, so the store reads as it was.
+        # History first: if the entries rename never happens, entries.jsonl's header still counts the records
+        # before these, so the store reads as it was (and these are set aside at the next write).
+        if not was_clean:
+            _set_aside(self.root, self._pending)
+            self._pending = []
         if was_clean:
             with self.history_path.open("a", encoding="utf-8") as fh:
                 fh.write("".join(r.model_dump_json() + "\n" for r in records))
@@ -386,7 +426,7 @@ class MemoryBase:
                 os.fsync(fh.fileno())
         else:
             atomic_write_text(self.history_path, "".join(r.model_dump_json() + "\n" for r in self._history + records))
-        atomic_write_text(self.entries_path, "".join(e.model_dump_json() + "\n" for e in entries.values()))
+        atomic_write_text(self.entries_path, _entries_text(entries.values(), len(self._history) + len(records)))
         self._entries = entries
         self._history.extend(records)
         self._history_clean = True
@@ -473,11 +513,20 @@ class MemoryBase:
         dest = Path(dest)
         if (dest / ENTRIES_FILE).exists() or (dest / HISTORY_FILE).exists():
             raise FileExistsError(f"{dest}: already holds a memory base; clone into an empty folder")
-        dest.mkdir(parents=True, exist_ok=True)
-        # History first, then entries: a kill in between leaves history records newer than no entry, which
-        # load ignores, so the copy reads as empty and is made again.
-        atomic_write_text(dest / HISTORY_FILE, "".join(r.model_dump_json() + "\n" for r in self._history))
-        atomic_write_text(dest / ENTRIES_FILE, "".join(e.model_dump_json() + "\n" for e in self._entries.values()))
+        # made whole in a temporary folder beside it, then renamed into place: a kill leaves no half copy (into
+        # a folder that holds other things, e.g. a refinement's record, the two files move in, entries last)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}.clone-"))
+        try:
+            atomic_write_text(tmp / HISTORY_FILE, "".join(r.model_dump_json() + "\n" for r in self._history))
+            atomic_write_text(tmp / ENTRIES_FILE, _entries_text(self._entries.values(), len(self._history)))
+            if not dest.exists() or not any(dest.iterdir()):
+                os.replace(tmp, dest)  # onto an empty folder or none
+            else:
+                os.replace(tmp / HISTORY_FILE, dest / HISTORY_FILE)
+                os.replace(tmp / ENTRIES_FILE, dest / ENTRIES_FILE)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
         return MemoryBase(dest)
 
     def digest(self) -> str:

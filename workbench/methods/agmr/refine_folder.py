@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from workbench.envs.memory_base import default_memory_base
-from workbench.files import present, read_json, read_jsonl_models
+from workbench.files import FormatError, present, read_json, read_jsonl_models
 from workbench.memory.base import MemoryBase
 from workbench.memory.tokens import memory_tokens
 from workbench.memory.trajectory import (
@@ -70,15 +70,24 @@ def _recover(base: MemoryBase, done: set[str]) -> list[TaskRecord]:
     return out
 
 
+def _refine_config(path: Path) -> dict:
+    """``refine/config.json``, strictly: an object whose ``config`` is an object."""
+    saved = read_json(path, "refinement config")
+    if not isinstance(saved, dict) or not isinstance(saved.get("config", {}), dict):
+        raise FormatError(path, "not a refinement record ({\"config\": {...}, \"source\": ..., \"versions\": ...})",
+                          fix="refine into a new --base-out folder")
+    return saved
+
+
 def _open_base(root: Path, config: RefineConfig) -> MemoryBase:
     cfg_path, _, _ = refine_paths(root)
-    if present(cfg_path) and read_json(cfg_path, "refinement config").get("cloning"):
+    if present(cfg_path) and _refine_config(cfg_path).get("cloning"):
         # a kill while the source was being copied: nothing was refined yet, so copy it again
         for name in ("entries.jsonl", "history.jsonl"):
             (root / name).unlink(missing_ok=True)
         cfg_path.unlink()
     if cfg_path.exists():
-        saved = read_json(cfg_path, "refinement config")
+        saved = _refine_config(cfg_path)
         if saved.get("config") != config.identity():
             diff = {k: (saved.get("config", {}).get(k), v) for k, v in config.identity().items()
                     if saved.get("config", {}).get(k) != v}
@@ -129,7 +138,7 @@ def refine_stats(root: str | Path) -> dict:
     """What a refinement did: tasks, branches, commits per pattern and branch, rollbacks, attempts, the base."""
     root = Path(root)
     cfg_path, _, _ = refine_paths(root)
-    saved = read_json(cfg_path, "refinement config") if present(cfg_path) else {}
+    saved = _refine_config(cfg_path) if present(cfg_path) else {}
     log = load_log(root)
     base = MemoryBase(root)
     failures = [r for r in log if r.branch == "failure"]
