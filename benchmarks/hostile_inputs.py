@@ -81,9 +81,17 @@ def make_base(root: Path) -> Path:
 
 def memory_cases(tmp: Path) -> None:
     g = "memory base"
-    b = make_base(tmp / "b1")
+    b = make_base(tmp / "b0")
+    history = (b / "history.jsonl").read_text()
     (b / "entries.jsonl").write_text("\n".join((b / "entries.jsonl").read_text().splitlines()[1:]) + "\n")
-    expect_cli(g, "sed -i 1d entries.jsonl; memory log", ["memory", "log", str(b)], "of an entry entries.jsonl lacks")
+    rc, err = cli(["memory", "check", str(b)])
+    record(g, "sed -i 1d entries.jsonl (line 1 is now the store header): every entry and record still there", rc,
+           err, rc == 0 and len(MemoryBase(b)) == 3 and (b / "history.jsonl").read_text() == history)
+    b = make_base(tmp / "b1")
+    lines = (b / "entries.jsonl").read_text().splitlines()
+    (b / "entries.jsonl").write_text("\n".join(lines[:1] + lines[2:]) + "\n")
+    expect_cli(g, "sed -i 2d entries.jsonl (the first entry); memory log", ["memory", "log", str(b)],
+               "of an entry entries.jsonl lacks")
     expect_cli(g, "then memory rollback of another entry: refused, history kept",
                ["memory", "rollback", str(b), "e1", "--to", "0"], "integrity problem", [b / "history.jsonl"])
     rc, _ = cli(["memory", "check", str(b), "--repair"])
@@ -97,8 +105,14 @@ def memory_cases(tmp: Path) -> None:
     (b / "history.jsonl").write_bytes(data[: len(data) // 2])
     expect_cli(g, "history.jsonl cut in half; memory diff 0 2", ["memory", "diff", str(b), "e1", "--from", "0", "--to",
                                                                  "2"], "integrity problem")
+    b = make_base(tmp / "b-appended")
+    h = (b / "history.jsonl").read_text().splitlines()
+    (b / "history.jsonl").write_text("\n".join(h + [h[0]]) + "\n")
+    rc, err = cli(["memory", "log", str(b)])
+    record(g, "a record appended after the last commit: an unfinished write, ignored and said so", rc, err,
+           rc == 0 and "never reached entries.jsonl" in err)
     for case, edit, says in [
-        ("a duplicate history record", lambda h: h + [h[0]], "version 0 again"),
+        ("a duplicate history record", lambda h: h[:1] + [h[0]] + h[1:], "version 0 again"),
         ("a record of an unknown entry", lambda h: h[:3] + [h[0].replace('"e0"', '"ghost"')] + h[3:], "ghost"),
         ("versions out of order", lambda h: [h[0], h[1], h[2], h[4], h[3]], "after version"),
         ("a negative version", lambda h: [h[0].replace('"version":0', '"version":-1', 1)] + h[1:], "version"),

@@ -60,6 +60,16 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+class _Stderr(logging.Handler):
+    """Writes to the stderr of the moment (a caller may have redirected it since the handler was made)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        print(self.format(record), file=sys.stderr)
+
+
+_NOTES = _Stderr(logging.WARNING)
+
+
 def _stop(signum, frame) -> None:
     raise KeyboardInterrupt(signal.Signals(signum).name)
 
@@ -81,8 +91,11 @@ def main(argv: list[str] | None = None) -> int:
         ``--out`` on a file) exit with status 2 from the parser itself.
     """
     args = build_parser().parse_args(argv)
-    if not logging.getLogger().handlers:  # the library's notes (a torn line cut, a stale lock taken over)
-        logging.basicConfig(format=f"workbench {args.command}: note: %(message)s", level=logging.WARNING)
+    _NOTES.setFormatter(logging.Formatter(f"workbench {args.command}: note: %(message)s"))
+    wb = logging.getLogger("workbench")
+    if _NOTES not in wb.handlers:  # the library's notes (a torn line cut, a stale lock taken over) on stderr
+        wb.addHandler(_NOTES)
+        wb.setLevel(logging.INFO if wb.level == logging.NOTSET else wb.level)
     handlers = {}
     if threading.current_thread() is threading.main_thread():  # signal handlers can only be set there
         handlers = {signal.SIGTERM: signal.signal(signal.SIGTERM, _stop)}
