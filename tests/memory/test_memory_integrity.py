@@ -166,3 +166,13 @@ def test_a_clone_is_whole_or_absent(base, tmp_path, monkeypatch):
     monkeypatch.setattr(mbase.os, "replace", real)
     copy = src.clone(tmp_path / "copy")
     assert [e for e in copy] == [e for e in src] and len(copy._history) == len(src._history)
+
+
+def test_a_killed_atomic_write_leaves_a_temp_file_that_check_notes_and_the_next_write_removes(base, capsys):
+    stale = base / ".entries.jsonl.abc123.tmp"
+    stale.write_text('{"half": ')
+    assert main(["memory", "check", str(base)]) == 0
+    assert "note: .entries.jsonl.abc123.tmp" in capsys.readouterr().out
+    mb = MemoryBase(base)
+    mb.commit(mb.get("e0").model_copy(update={"goal": "x"}), "edit")
+    assert not stale.exists()

@@ -42,6 +42,9 @@ def _check(folder: str, repair: bool) -> int:
     if st.pending:
         print(f"note: history.jsonl lines {st.pending[0][0]}-{st.pending[-1][0]}: a write that never reached "
               "entries.jsonl (a kill mid-commit); ignored, and the next write sets it aside in history.aborted.jsonl")
+    for tmp in st.leftovers:
+        print(f"note: {tmp.name}: the temporary file of a write a kill stopped before its rename (never read); the "
+              "next write removes it")
     for p in st.problems:
         print(f"problem: {p}")
     n_rep = sum(p.repairable for p in st.problems)

@@ -147,6 +147,7 @@ class StoreState:
     pending: list[tuple[int, HistoryRecord]] = field(default_factory=list)
     torn: list[Torn] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    leftovers: list[Path] = field(default_factory=list)
 
 
 class StoreHeader(BaseModel):
@@ -177,6 +178,12 @@ def _set_aside(root: Path, pending: list[HistoryRecord]) -> None:
                     ENTRIES_FILE, ABORTED_FILE)
 
 
+def _leftovers(root: Path) -> list[Path]:
+    """Temporary files of atomic writes a kill stopped before their rename (never read; the next write removes them)."""
+    return sorted(p for name in (ENTRIES_FILE, HISTORY_FILE) for p in root.glob(f".{name}.*.tmp")) if root.is_dir() \
+        else []
+
+
 def read_store(root: str | os.PathLike) -> StoreState:
     """Read a memory base folder strictly and check its integrity, without changing it.
 
@@ -187,7 +194,7 @@ def read_store(root: str | os.PathLike) -> StoreState:
     """
     root = Path(root)
     entries_path, history_path = root / ENTRIES_FILE, root / HISTORY_FILE
-    st = StoreState()
+    st = StoreState(leftovers=_leftovers(root))
     lines: dict[str, int] = {}
     header: StoreHeader | None = None
     if present(entries_path):
@@ -419,6 +426,8 @@ class MemoryBase:
         if not was_clean:
             _set_aside(self.root, self._pending)
             self._pending = []
+        for tmp in _leftovers(self.root):  # one writer at a time: these are a killed write's, not a live one's
+            tmp.unlink(missing_ok=True)
         if was_clean:
             with self.history_path.open("a", encoding="utf-8") as fh:
                 fh.write("".join(r.model_dump_json() + "\n" for r in records))
