@@ -20,7 +20,7 @@ from workbench.models.scoring import ActionScorer, ForwardLayout, ScoreResult
 from workbench.prompts.layout import BuiltPrompt, PromptBuilder
 from workbench.prompts.working_memory import build_working_memory_prompt
 
-__all__ = ["DECODES", "check_decode", "StepInstrument", "Agent", "EpisodeResult", "build_prompt"]
+__all__ = ["DECODES", "check_decode", "StepInstrument", "Agent", "Decision", "Episode", "EpisodeResult", "build_prompt"]
 
 # How the action model acts. ``score``: pick the admissible command of highest length-normalised likelihood (the
 # SmolLM2 default; the agent cannot write an invalid command). ``generate``: write ``Thought:/Action:``, parse the
@@ -133,73 +133,146 @@ class Agent:
         instruments: list[StepInstrument] = (),
         max_steps: int | None = None,
     ) -> EpisodeResult:
-        """Play one episode of ``task`` with ``policy`` deciding the memory at each step."""
-        t0 = time.perf_counter()
-        self.scorer.reset()
-        self.generator.reset()
-        res = env.reset(task)
-        room, goal = split_initial_observation(res.observation)
-        policy.begin(task, goal, room)
-        limit = min(max_steps or env.max_steps, env.max_steps)
-        history: list[Step] = []
-        records: list[dict] = []
-        prompts: list[BuiltPrompt] = []
-        obs = res.observation
-        won = False
-        memory_entry = None
-        for t in range(limit):
-            block = policy.memory(t, history)
-            memory_entry = memory_entry or (block.entry.entry_id if block.entry else None)
-            prompt = self.build_prompt(block, room, goal, history, obs)
-            admissible = list(res.admissible_commands)
-            record = {
-                "prompt_tokens": prompt.n_tokens,
-                "memory_tokens": prompt.memory_tokens,
-                "n_candidates": len(admissible),
-                "truncated_history": prompt.truncated_history,
-                **({"admissible": admissible} if self.record_admissible else {}),
-                **({"reminder": block.reminder, "reminder_tokens": _span_len(prompt, "reminder")}
-                   if block.reminder else {}),
-                **block.record,
-            }
-            thought = None
-            if self.decode != "score":
-                gen = self.generator.generate(prompt.prefix, prompt.suffix, admissible)
-                verbatim = self.decode == "generate-verbatim"
-                action, thought = (gen.parsed if verbatim else gen.action), gen.thought
-                record.update(generated=gen.text, parsed_action=gen.parsed, exact_parse=gen.exact,
-                              reused_tokens=self.generator.reused_tokens)
-                if block.reminder:  # what the reminder did: the same prompt without it, written again
-                    bare = self.build_prompt(replace(block, reminder=None), room, goal, history, obs)
-                    again = self.generator.generate(bare.prefix, bare.suffix, admissible)
-                    record["reminder_effect"] = written_reminder_effect(
-                        block.reminder, admissible, action, again.parsed if verbatim else again.action)
-            else:
-                scored = self.decide(prompt, admissible, instruments)
-                action = admissible[scored.best]
-                probs = ActionScorer.normalise(scored.scores)
-                top = sorted(range(len(probs)), key=lambda i: -probs[i])[:3]
-                record.update(reused_tokens=scored.reused_tokens, p_action=probs[scored.best],
-                              top=[[admissible[i], round(probs[i], 4)] for i in top])
-                if block.reminder:  # what the reminder did: the same state scored without it
-                    bare = self.build_prompt(replace(block, reminder=None), room, goal, history, obs)
-                    without = ActionScorer.normalise(self.decide(bare, admissible).scores)
-                    record["reminder_effect"] = reminder_effect(block.reminder, admissible, probs, without)
-            records.append(record)
-            if self.keep_prompts:
-                prompts.append(prompt)
-            step = Step(observation=obs, action=action, thought=thought)
-            res = env.step(action)
-            step = step.model_copy(update={"reward": res.reward, "done": res.done})
-            history.append(step)
-            policy.observe(step, res.observation)
-            obs, won = res.observation, res.won
-            if res.done:
-                break
-        traj = Trajectory(
-            task_id=task.task_id, task_type=task.task_type, goal=goal, initial_observation=room,
-            steps=tuple(history), success=won, source=f"agent:{self.scorer.lm.name}", split=task.split,
-            meta={"final_observation": obs, "memory_policy": policy.name, "memory_entry": memory_entry,
-                  "steps": records},
+        """Play one episode of ``task`` with ``policy`` deciding the memory at each step (an :class:`Episode`
+        stepped to its end)."""
+        episode = Episode(self, env, task, policy, instruments, max_steps)
+        while not episode.done:
+            episode.step()
+        return episode.result()
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The decision an episode faces next: its step, the memory block the policy shows, the action prompt and the
+    admissible commands (computed once, before anything is scored)."""
+
+    step: int
+    block: MemoryBlock
+    prompt: BuiltPrompt
+    admissible: tuple[str, ...]
+
+
+class Episode:
+    """One episode played a decision at a time: what :meth:`Agent.run` loops over, and what a live session steps.
+
+    Creating it resets the agent's caches and the environment and begins the policy; :meth:`pending` is the next
+    decision (the policy is asked for its block once, when it is first needed); :meth:`step` plays it (the agent
+    decides, the environment answers, the policy observes) and returns what the run records for the step;
+    :meth:`result` is the episode so far as :meth:`Agent.run` returns it. The operations and their order are those
+    of the loop ``Agent.run`` always ran, so an episode stepped to its end is the same episode.
+    """
+
+    def __init__(self, agent: Agent, env: Environment, task: Task, policy: MemoryPolicy,
+                 instruments: list[StepInstrument] = (), max_steps: int | None = None) -> None:
+        self._t0 = time.perf_counter()
+        self.agent, self.env, self.task, self.policy = agent, env, task, policy
+        self.instruments = list(instruments)
+        agent.scorer.reset()
+        agent.generator.reset()
+        self._res = env.reset(task)
+        self.room, self.goal = split_initial_observation(self._res.observation)
+        policy.begin(task, self.goal, self.room)
+        self.limit = min(max_steps or env.max_steps, env.max_steps)
+        self.history: list[Step] = []
+        self.records: list[dict] = []
+        self.prompts: list[BuiltPrompt] = []
+        self.observation = self._res.observation
+        self.won = False
+        self.memory_entry = None
+        self._pending: Decision | None = None
+        self.done = self.limit <= 0
+
+    @property
+    def t(self) -> int:
+        """The index of the next decision (the number of steps played)."""
+        return len(self.history)
+
+    def pending(self) -> Decision:
+        """The next decision, as the agent will face it.
+
+        Raises:
+            RuntimeError: the episode is over.
+        """
+        if self.done:
+            raise RuntimeError(f"episode of {self.task.task_id} is over ({self.t} steps, won: {self.won})")
+        if self._pending is None:
+            block = self.policy.memory(self.t, self.history)
+            self.memory_entry = self.memory_entry or (block.entry.entry_id if block.entry else None)
+            prompt = self.agent.build_prompt(block, self.room, self.goal, self.history, self.observation)
+            self._pending = Decision(self.t, block, prompt, tuple(self._res.admissible_commands))
+        return self._pending
+
+    def step(self, action: str | None = None) -> dict:
+        """Play the next decision and return what the run records for it.
+
+        Args:
+            action: play this admissible command instead of the agent's choice (the record still says what the
+                agent scored; ``forced_action`` says what was played). None: the agent's choice.
+        """
+        agent, d = self.agent, self.pending()
+        block, prompt, admissible = d.block, d.prompt, list(d.admissible)
+        room, goal, history, obs = self.room, self.goal, self.history, self.observation
+        record = {
+            "prompt_tokens": prompt.n_tokens,
+            "memory_tokens": prompt.memory_tokens,
+            "n_candidates": len(admissible),
+            "truncated_history": prompt.truncated_history,
+            **({"admissible": admissible} if agent.record_admissible else {}),
+            **({"reminder": block.reminder, "reminder_tokens": _span_len(prompt, "reminder")}
+               if block.reminder else {}),
+            **block.record,
+        }
+        thought = None
+        if agent.decode != "score":
+            gen = agent.generator.generate(prompt.prefix, prompt.suffix, admissible)
+            verbatim = agent.decode == "generate-verbatim"
+            chosen, thought = (gen.parsed if verbatim else gen.action), gen.thought
+            record.update(generated=gen.text, parsed_action=gen.parsed, exact_parse=gen.exact,
+                          reused_tokens=agent.generator.reused_tokens)
+            if block.reminder:  # what the reminder did: the same prompt without it, written again
+                bare = agent.build_prompt(replace(block, reminder=None), room, goal, history, obs)
+                again = agent.generator.generate(bare.prefix, bare.suffix, admissible)
+                record["reminder_effect"] = written_reminder_effect(
+                    block.reminder, admissible, chosen, again.parsed if verbatim else again.action)
+        else:
+            scored = agent.decide(prompt, admissible, self.instruments)
+            chosen = admissible[scored.best]
+            probs = ActionScorer.normalise(scored.scores)
+            top = sorted(range(len(probs)), key=lambda i: -probs[i])[:3]
+            record.update(reused_tokens=scored.reused_tokens, p_action=probs[scored.best],
+                          top=[[admissible[i], round(probs[i], 4)] for i in top])
+            if block.reminder:  # what the reminder did: the same state scored without it
+                bare = agent.build_prompt(replace(block, reminder=None), room, goal, history, obs)
+                without = ActionScorer.normalise(agent.decide(bare, admissible).scores)
+                record["reminder_effect"] = reminder_effect(block.reminder, admissible, probs, without)
+        if action is not None:
+            if action not in admissible:
+                raise ValueError(f"step {d.step}: {action!r} is not admissible here (admissible: {admissible})")
+            record["forced_action"] = action
+            chosen = action
+        self.records.append(record)
+        if agent.keep_prompts:
+            self.prompts.append(prompt)
+        step = Step(observation=obs, action=chosen, thought=thought)
+        res = self.env.step(chosen)
+        step = step.model_copy(update={"reward": res.reward, "done": res.done})
+        history.append(step)
+        self.policy.observe(step, res.observation)
+        self._res, self._pending = res, None
+        self.observation, self.won = res.observation, res.won
+        self.done = res.done or self.t >= self.limit
+        return record
+
+    def trajectory(self) -> Trajectory:
+        """The episode so far as a Trajectory (the whole episode once :attr:`done`)."""
+        return Trajectory(
+            task_id=self.task.task_id, task_type=self.task.task_type, goal=self.goal, initial_observation=self.room,
+            steps=tuple(self.history), success=self.won, source=f"agent:{self.agent.scorer.lm.name}",
+            split=self.task.split,
+            meta={"final_observation": self.observation, "memory_policy": self.policy.name,
+                  "memory_entry": self.memory_entry, "steps": self.records},
         )
-        return EpisodeResult(trajectory=traj, prompts=prompts, wall_s=time.perf_counter() - t0)
+
+    def result(self) -> EpisodeResult:
+        """What :meth:`Agent.run` returns: the trajectory, the prompts (when the agent keeps them), the wall time."""
+        return EpisodeResult(trajectory=self.trajectory(), prompts=self.prompts, wall_s=time.perf_counter() - self._t0)

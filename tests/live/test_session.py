@@ -1,0 +1,60 @@
+"""A live session is the batch episode played a decision at a time; looking at a state (re-scoring it) does not
+move the decisions that follow; bad requests are typed errors that leave the session as it was. Real ALFWorld
+games, a tiny random Llama by path."""
+
+from __future__ import annotations
+
+import pytest
+
+from workbench.agents.edits import DropItem, EditError
+from workbench.agents.loop import Agent
+from workbench.agents.policy import build_policy
+from workbench.envs.alfworld import ALFWorldEnv, load_alfworld_tasks
+from workbench.live import Session, SessionError
+from workbench.models import load_model
+
+pytestmark = [pytest.mark.integration, pytest.mark.game]
+
+
+@pytest.fixture(scope="module")
+def lm(tiny_model_dir):
+    return load_model(str(tiny_model_dir))
+
+
+@pytest.fixture(scope="module")
+def task():
+    return load_alfworld_tasks("valid_unseen")[0]
+
+
+def test_a_session_stepped_to_its_end_is_the_batch_episode(lm, task):
+    batch = Agent.from_model(lm).run(ALFWorldEnv(max_steps=5), task, build_policy("traj", "bm25"), max_steps=5)
+    s = Session(lm, task, memory="traj", retriever="bm25", max_steps=5)
+    played = s.run()
+    assert s.done and len(played) == batch.trajectory.n_steps
+    assert s.trajectory().model_dump() == batch.trajectory.model_dump()  # actions, observations, records, p_action
+
+
+def test_looking_at_every_state_does_not_move_the_decisions(lm, task):
+    plain = Session(lm, task, memory="traj", retriever="bm25", max_steps=5)
+    plain.run()
+    looked = Session(lm, task, memory="traj", retriever="bm25", max_steps=5)
+    while not looked.done:
+        r = looked.rescore([])  # the factual state, scored from an empty cache by the session's second agent
+        assert r.tv == 0.0 and r.edited_choice == r.chosen and list(r.candidates) == list(looked.state.candidates)
+        played = looked.step()
+        assert played.action == r.candidates[r.chosen]  # what the agent played is what the re-score ranks first
+    assert looked.trajectory().model_dump() == plain.trajectory().model_dump()
+
+
+def test_bad_requests_are_typed_errors_and_the_session_is_unchanged(lm, task):
+    s = Session(lm, task, memory="traj", retriever="bm25", max_steps=3)
+    with pytest.raises(EditError):
+        s.rescore([DropItem("no-such-item")])  # a Traj block holds no working-memory items
+    with pytest.raises(ValueError, match="not admissible"):
+        s.step("fly to the moon")
+    assert s.step_index == 0 and not s.played
+    s.run()
+    with pytest.raises(SessionError, match="episode is over"):
+        s.step()
+    with pytest.raises(SessionError, match="closest: valid_unseen/"):
+        Session(lm, task.task_id[:-3], memory="none")

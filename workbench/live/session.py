@@ -1,0 +1,175 @@
+"""A live session: an agent played one decision at a time in the kernel, the state it decides in, and that state
+re-scored under memory edits -- the same re-score primitive the causal studies use (``workbench.agents.rescore``).
+
+    s = Session("smollm2-135m-alfworld-v2", "valid_unseen/pick_and_place_simple-...", memory="arbiter",
+                options={"budget": 500}, dtype="bfloat16")
+    s.state                      # the pending decision: prompt, memory block, candidates (a rescore.State)
+    s.distribution()             # p over the candidates, as the agent will score them
+    s.rescore([DropItem("goal"), MaskHeads([(13, 6)])])   # both distributions, TV, the new argmax
+    s.step()                     # play it: the agent decides, the game answers, the policy observes
+    s.run(until=lambda rec: rec["p_action"] < 0.3)
+
+The episode is an :class:`~workbench.agents.loop.Episode`, the stepper :meth:`Agent.run` loops over, so a session
+stepped to its end is the episode a batch run plays (``tests/live``). Re-scoring goes through a second agent on the
+same loaded model: its forwards start from an empty cache and never touch the cache the episode's own agent reuses
+from one decision to the next, so looking at a state does not move the decisions that follow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from workbench.agents.edits import Edit
+from workbench.agents.loop import Agent, Episode
+from workbench.agents.policy import MemoryPolicy, build_policy
+from workbench.agents.rescore import Rescore, State, rescore
+from workbench.envs.alfworld import ALFWorldEnv, load_alfworld_tasks
+from workbench.envs.base import Task
+from workbench.memory.trajectory import Trajectory
+from workbench.models import load_model
+from workbench.models.registry import DEFAULT_AGENT
+
+__all__ = ["Session", "SessionError", "find_task"]
+
+SPLITS = ("valid_unseen", "valid_seen", "valid_train")
+
+
+class SessionError(ValueError):
+    """A live session was asked for what it cannot do (an unknown task, a finished episode); it is unchanged."""
+
+
+def find_task(task_id: str, splits: Sequence[str] = SPLITS) -> Task:
+    """The ALFWorld task of this id, in any of ``splits``.
+
+    Raises:
+        SessionError: no such task (the message gives the closest ids).
+    """
+    ids = []
+    for split in splits:
+        for t in load_alfworld_tasks(split):
+            if t.task_id == task_id:
+                return t
+            ids.append(t.task_id)
+    import difflib
+
+    near = difflib.get_close_matches(task_id, ids, n=3, cutoff=0.5)
+    raise SessionError(f"no task {task_id!r} in {', '.join(splits)}" + (f"; closest: {', '.join(near)}" if near else
+                                                                          "; ids look like valid_unseen/<game>/trial_..."))
+
+
+@dataclass(frozen=True)
+class Played:
+    """One played decision: its step, the action, what the game answered, and the run's record of it."""
+
+    step: int
+    action: str
+    observation: str
+    record: dict
+    done: bool
+    won: bool
+
+
+class Session:
+    """One episode of one task, played live.
+
+    Args:
+        model: a model name or path (loaded here, in ``dtype``), or a model already loaded (``load_model``).
+        task: a task id (any split) or a :class:`~workbench.envs.base.Task`.
+        memory: the memory policy (``workbench list memory``); ``options`` its options (budget, ablation, ...).
+        retriever: for the policies that retrieve.
+        max_steps: the step limit.
+        policy: a policy object instead of ``memory``/``options`` (it is begun here).
+
+    Raises:
+        SessionError: an unknown task.
+        ValueError: an unknown policy or option (the policy's own options model names it).
+    """
+
+    def __init__(self, model: Any = DEFAULT_AGENT, task: str | Task = "", memory: str = "traj", *,
+                 options: dict | None = None, dtype: str = "float32", retriever: str = "minilm", max_steps: int = 50,
+                 policy: MemoryPolicy | None = None) -> None:
+        self.task = task if isinstance(task, Task) else find_task(task)
+        self.policy = policy or build_policy(memory, retriever, **(options or {}))
+        self.lm = load_model(model, dtype=dtype) if isinstance(model, str) else model
+        self.agent = Agent.from_model(self.lm)
+        self._scorer_agent = Agent.from_model(self.lm)  # re-scores: its own cache, never the episode's
+        self.env = ALFWorldEnv(max_steps=max_steps)
+        self.episode = Episode(self.agent, self.env, self.task, self.policy, max_steps=max_steps)
+        self.played: list[Played] = []
+
+    # -- looking ------------------------------------------------------------------------------------------------
+
+    @property
+    def done(self) -> bool:
+        return self.episode.done
+
+    @property
+    def step_index(self) -> int:
+        """The index of the pending decision (the number of steps played)."""
+        return self.episode.t
+
+    @property
+    def state(self) -> State:
+        """The pending decision as a re-score state: room, goal, history, observation, the memory block, the
+        candidates, and the live policy paused there (what ``SetBand`` re-assembles).
+
+        Raises:
+            SessionError: the episode is over.
+        """
+        if self.done:
+            raise SessionError(f"the episode is over after {self.step_index} steps (won: {self.episode.won}); "
+                               "start a new Session to play again")
+        d = self.episode.pending()
+        return State(task=self.task, step=d.step, room=self.episode.room, goal=self.episode.goal,
+                     history=tuple(self.episode.history), observation=self.episode.observation, block=d.block,
+                     candidates=d.admissible, policy=self.policy)
+
+    def distribution(self) -> dict[str, float]:
+        """p over the pending decision's candidates, scored from an empty cache."""
+        r = self.rescore([])
+        return dict(zip(r.candidates, r.p))
+
+    def rescore(self, edits: Sequence[Edit], instruments: Sequence = ()) -> Rescore:
+        """The pending decision scored as it stands and under ``edits`` (typed memory edits:
+        ``workbench.agents.edits``): both distributions, the total-variation distance, the new argmax.
+
+        Raises:
+            EditError: an edit names an item, bank, segment or head the state does not hold; nothing was scored and
+                the session is unchanged.
+        """
+        return rescore(self._scorer_agent, self.state, list(edits), instruments)
+
+    def trajectory(self) -> Trajectory:
+        """The episode so far, as a batch run records it."""
+        return self.episode.trajectory()
+
+    # -- playing --------------------------------------------------------------------------------------------------
+
+    def step(self, action: str | None = None) -> Played:
+        """Play the pending decision (``action``: play this admissible command instead of the agent's choice).
+
+        Raises:
+            SessionError: the episode is over. ValueError: ``action`` is not admissible (nothing was played).
+        """
+        if self.done:
+            raise SessionError(f"the episode is over after {self.step_index} steps (won: {self.episode.won})")
+        k = self.step_index
+        if action is not None and action not in self.episode.pending().admissible:
+            raise ValueError(f"step {k}: {action!r} is not admissible here")
+        record = self.episode.step(action)
+        last = self.episode.history[-1]
+        played = Played(step=k, action=last.action, observation=self.episode.observation, record=record,
+                        done=self.done, won=self.episode.won)
+        self.played.append(played)
+        return played
+
+    def run(self, until: Callable[[Played], bool] | None = None, max_steps: int | None = None) -> list[Played]:
+        """Play until the episode ends, ``until(played)`` is true, or ``max_steps`` more steps were played."""
+        out: list[Played] = []
+        while not self.done and (max_steps is None or len(out) < max_steps):
+            out.append(self.step())
+            if until is not None and until(out[-1]):
+                break
+        return out
