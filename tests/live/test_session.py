@@ -58,3 +58,18 @@ def test_bad_requests_are_typed_errors_and_the_session_is_unchanged(lm, task):
         s.step()
     with pytest.raises(SessionError, match="closest: valid_unseen/"):
         Session(lm, task.task_id[:-3], memory="none")
+
+
+def test_a_recorded_run_replays_with_the_same_choices_and_p(lm, task, tmp_path):
+    from workbench.eval.config import RunConfig
+    from workbench.eval.run import run
+
+    cfg = RunConfig(out=str(tmp_path / "run"), model=lm.name, tasks="0:1", memory="traj", retriever="bm25",
+                    max_steps=4, teacher_forcing=False)
+    run(cfg, lm=lm, progress=False)
+    s = Session.from_run(cfg.out, task.task_id, model=lm)
+    rows = s.replay()
+    assert rows and all(r["same_choice"] for r in rows)
+    assert [r["p_action"] for r in rows] == [r["recorded_p_action"] for r in rows]  # bit for bit, same model
+    with pytest.raises(SessionError, match="no episode"):
+        Session.from_run(cfg.out, "valid_unseen/none", model=lm)

@@ -98,6 +98,7 @@ class Session:
         self.env = ALFWorldEnv(max_steps=max_steps)
         self.episode = Episode(self.agent, self.env, self.task, self.policy, max_steps=max_steps)
         self.played: list[Played] = []
+        self.recorded: Trajectory | None = None  # the run's episode, for a session made by from_run
 
     # -- looking ------------------------------------------------------------------------------------------------
 
@@ -164,6 +165,61 @@ class Session:
                         done=self.done, won=self.episode.won)
         self.played.append(played)
         return played
+
+    # -- replaying a recorded run ------------------------------------------------------------------------------
+
+    @classmethod
+    def from_run(cls, folder: str, task_id: str, model: Any = None) -> "Session":
+        """A session of ``task_id`` with the agent, memory policy, options and step limit a run folder recorded
+        (its ``config.json``, read strictly); :meth:`replay` then walks it along the recorded episode.
+
+        Args:
+            model: the model already loaded (it must be the run's model in its dtype), or None to load it.
+
+        Raises:
+            FileNotFoundError / FormatError: not a run folder. SessionError: the run holds no episode of the task.
+            ValueError: ``model`` is another model or dtype than the run's.
+        """
+        from workbench.eval.config import RunConfig
+        from workbench.eval.run_folder import read_config, read_episodes
+
+        cfg = RunConfig.from_identity(folder, read_config(folder).run)
+        recorded = {t.task_id: t for t in read_episodes(folder)}
+        if task_id not in recorded:
+            raise SessionError(f"{folder}: no episode of {task_id!r} ({len(recorded)} episodes there)")
+        if model is not None and (model.name != cfg.model or model.dtype != cfg.dtype):
+            raise ValueError(f"{folder} was played by {cfg.model} in {cfg.dtype}; the model given is {model.name} in "
+                             f"{model.dtype}: load the run's model (a run folder from another model is not a replay)")
+        session = cls(model or cfg.model, find_task(task_id, (cfg.split,)), cfg.memory, options=cfg.options,
+                      dtype=cfg.dtype, retriever=cfg.retriever, max_steps=cfg.max_steps)
+        session.recorded = recorded[task_id]
+        return session
+
+    def replay(self, to_step: int | None = None) -> list[dict]:
+        """Play the recorded episode's actions up to decision ``to_step`` (default: all of them), the agent scoring
+        each state as it goes; returns, per step, what it chose and with what p against what the run recorded
+        (``same_choice`` False: this replay does not reproduce the recorded choice -- another model, dtype, code).
+
+        Raises:
+            SessionError: the session was not made by :meth:`from_run`, or ``to_step`` is past the episode.
+        """
+        rec = getattr(self, "recorded", None)
+        if rec is None:
+            raise SessionError("replay needs a session made by Session.from_run(folder, task_id)")
+        end = rec.n_steps if to_step is None else to_step
+        if not 0 <= end <= rec.n_steps:
+            raise SessionError(f"to_step {to_step}: the recorded episode has steps 0..{rec.n_steps - 1}")
+        records = (rec.meta or {}).get("steps") or []
+        out = []
+        while self.step_index < end:
+            k = self.step_index
+            played = self.step(rec.steps[k].action)
+            then = records[k] if k < len(records) else {}
+            chose = played.record["top"][0][0] if "top" in played.record else None
+            out.append({"step": k, "recorded": rec.steps[k].action, "chosen": chose,
+                        "same_choice": chose == rec.steps[k].action, "p_action": played.record.get("p_action"),
+                        "recorded_p_action": then.get("p_action")})
+        return out
 
     def run(self, until: Callable[[Played], bool] | None = None, max_steps: int | None = None) -> list[Played]:
         """Play until the episode ends, ``until(played)`` is true, or ``max_steps`` more steps were played."""
