@@ -28,10 +28,15 @@ def task():
 
 def test_a_session_stepped_to_its_end_is_the_batch_episode(lm, task):
     batch = Agent.from_model(lm).run(ALFWorldEnv(max_steps=5), task, build_policy("traj", "bm25"), max_steps=5)
-    s = Session(lm, task, memory="traj", retriever="bm25", max_steps=5)
+    s = Session(lm, task, memory="traj", retriever="bm25", max_steps=5, heads=[(0, 0), (1, 2)])
     played = s.run()
     assert s.done and len(played) == batch.trajectory.n_steps
-    assert s.trajectory().model_dump() == batch.trajectory.model_dump()  # actions, observations, records, p_action
+    # actions, observations, records, p_action: the head capture watches and changes nothing
+    assert s.trajectory().model_dump() == batch.trajectory.model_dump()
+    spans = s.attention()
+    assert {"task", "observation", "action", "memory_header"} <= {r["kind"] for r in spans}
+    assert sum(r["mass"] for r in spans) == pytest.approx(1.0, abs=1e-5)  # the spans tile the prompt
+    assert set(spans[0]["by_head"]) == {"L0.H0", "L1.H2"}
 
 
 def test_looking_at_every_state_does_not_move_the_decisions(lm, task):

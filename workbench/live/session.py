@@ -25,11 +25,13 @@ from workbench.agents.edits import Edit
 from workbench.agents.loop import Agent, Episode
 from workbench.agents.policy import MemoryPolicy, build_policy
 from workbench.agents.rescore import Rescore, State, rescore
+from workbench.attention.heads import default_retrieval_heads
+from workbench.attention.instrument import CaptureInstrument
 from workbench.envs.alfworld import ALFWorldEnv, load_alfworld_tasks
 from workbench.envs.base import Task
 from workbench.memory.trajectory import Trajectory
 from workbench.models import load_model
-from workbench.models.registry import DEFAULT_AGENT
+from workbench.models.registry import DEFAULT_AGENT, list_models
 
 __all__ = ["Session", "SessionError", "find_task"]
 
@@ -81,6 +83,8 @@ class Session:
         retriever: for the policies that retrieve.
         max_steps: the step limit.
         policy: a policy object instead of ``memory``/``options`` (it is begun here).
+        heads: the retrieval heads whose attention every step captures (``[(layer, head), ...]``); None: the
+            model's committed retrieval heads when it has them (``workbench/assets/heads``), else none captured.
 
     Raises:
         SessionError: an unknown task.
@@ -89,14 +93,19 @@ class Session:
 
     def __init__(self, model: Any = DEFAULT_AGENT, task: str | Task = "", memory: str = "traj", *,
                  options: dict | None = None, dtype: str = "float32", retriever: str = "minilm", max_steps: int = 50,
-                 policy: MemoryPolicy | None = None) -> None:
+                 policy: MemoryPolicy | None = None, heads: Sequence[tuple[int, int]] | None = None) -> None:
         self.task = task if isinstance(task, Task) else find_task(task)
         self.policy = policy or build_policy(memory, retriever, **(options or {}))
         self.lm = load_model(model, dtype=dtype) if isinstance(model, str) else model
         self.agent = Agent.from_model(self.lm)
         self._scorer_agent = Agent.from_model(self.lm)  # re-scores: its own cache, never the episode's
         self.env = ALFWorldEnv(max_steps=max_steps)
-        self.episode = Episode(self.agent, self.env, self.task, self.policy, max_steps=max_steps)
+        if heads is None and self.lm.name in list_models():
+            heads = default_retrieval_heads(self.lm.name, shape=(self.lm.n_layers, self.lm.n_heads))
+        # a read-only capture: it watches the episode's forwards and changes no score
+        self.capture = CaptureInstrument(self.agent, heads) if heads else None
+        self.episode = Episode(self.agent, self.env, self.task, self.policy,
+                               instruments=[self.capture] if self.capture else [], max_steps=max_steps)
         self.played: list[Played] = []
         self.recorded: Trajectory | None = None  # the run's episode, for a session made by from_run
 
@@ -141,6 +150,31 @@ class Session:
                 the session is unchanged.
         """
         return rescore(self._scorer_agent, self.state, list(edits), instruments)
+
+    def attention(self, step: int = -1) -> list[dict]:
+        """The captured heads' attention of a played decision (default: the last), per prompt span: one row per
+        span (kind, start, end, segment / item / bank / band where it has one) with the mass the query token put
+        on it, averaged over the heads, and each head's share.
+
+        Raises:
+            SessionError: no heads are captured, or no step is played yet.
+        """
+        if self.capture is None:
+            raise SessionError("no heads captured: pass heads=[(layer, head), ...] (the model has no committed "
+                               "retrieval heads)")
+        steps = self.capture.capture.steps
+        if not steps:
+            raise SessionError("no step played yet: attention is captured as the agent decides (step())")
+        captured, prompt = steps[step], self.capture.prompts[step]
+        rows = captured.rows  # [n_heads, keys], each row sums to 1
+        out = []
+        for sp in prompt.spans:
+            mass = rows[:, sp.start:sp.end].sum(dim=1)
+            out.append({"kind": sp.kind, "start": sp.start, "end": sp.end, "segment": sp.segment, "item": sp.item,
+                        "bank": sp.bank, "band": sp.band, "mass": float(mass.mean()),
+                        "by_head": {f"L{h[0]}.H{h[1]}": float(m) for h, m in zip(self.capture.capture.heads.heads,
+                                                                                  mass.tolist())}})
+        return out
 
     def trajectory(self) -> Trajectory:
         """The episode so far, as a batch run records it."""
