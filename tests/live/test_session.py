@@ -78,3 +78,21 @@ def test_a_recorded_run_replays_with_the_same_choices_and_p(lm, task, tmp_path):
     assert [r["p_action"] for r in rows] == [r["recorded_p_action"] for r in rows]  # bit for bit, same model
     with pytest.raises(SessionError, match="no episode"):
         Session.from_run(cfg.out, "valid_unseen/none", model=lm)
+
+
+def test_a_fork_replays_to_here_and_plays_on_with_the_edit(lm, task):
+    from workbench.agents.edits import ClearMemory
+
+    s = Session(lm, task, memory="traj", retriever="bm25", max_steps=4)
+    s.step()
+    f = s.fork([ClearMemory()])
+    assert f.step_index == 1 and [p.action for p in f.played] == [p.action for p in s.played]
+    assert f.state.prompt(f.agent).memory_tokens == 0 < s.state.prompt(s.agent).memory_tokens  # no memory in the fork
+    r = s.rescore([ClearMemory()])
+    assert f.distribution() == pytest.approx(dict(zip(r.candidates, r.p_edited)))  # the fork decides as re-scored
+    f.run()
+    assert s.step_index == 1  # the original is untouched
+    from workbench.agents.edits import MaskHeads
+
+    with pytest.raises(EditError, match="re-score"):
+        s.fork([MaskHeads([(0, 0)])])

@@ -181,6 +181,8 @@ class Episode:
         self.memory_entry = None
         self._pending: Decision | None = None
         self.done = self.limit <= 0
+        # a live fork's edits: the next decision as the agent will face it -> as it faces it under the edits
+        self.transform: Callable[[Decision], Decision] | None = None
 
     @property
     def t(self) -> int:
@@ -199,7 +201,8 @@ class Episode:
             block = self.policy.memory(self.t, self.history)
             self.memory_entry = self.memory_entry or (block.entry.entry_id if block.entry else None)
             prompt = self.agent.build_prompt(block, self.room, self.goal, self.history, self.observation)
-            self._pending = Decision(self.t, block, prompt, tuple(self._res.admissible_commands))
+            decision = Decision(self.t, block, prompt, tuple(self._res.admissible_commands))
+            self._pending = self.transform(decision) if self.transform is not None else decision
         return self._pending
 
     def step(self, action: str | None = None) -> dict:

@@ -95,7 +95,9 @@ class Session:
                  options: dict | None = None, dtype: str = "float32", retriever: str = "minilm", max_steps: int = 50,
                  policy: MemoryPolicy | None = None, heads: Sequence[tuple[int, int]] | None = None) -> None:
         self.task = task if isinstance(task, Task) else find_task(task)
+        self._config = dict(memory=memory, options=dict(options or {}), retriever=retriever, max_steps=max_steps)
         self.policy = policy or build_policy(memory, retriever, **(options or {}))
+        self.edits: tuple[Edit, ...] = ()  # a fork's edits, applied to every decision from its fork point on
         self.lm = load_model(model, dtype=dtype) if isinstance(model, str) else model
         self.agent = Agent.from_model(self.lm)
         self._scorer_agent = Agent.from_model(self.lm)  # re-scores: its own cache, never the episode's
@@ -104,6 +106,7 @@ class Session:
             heads = default_retrieval_heads(self.lm.name, shape=(self.lm.n_layers, self.lm.n_heads))
         # a read-only capture: it watches the episode's forwards and changes no score
         self.capture = CaptureInstrument(self.agent, heads) if heads else None
+        self._heads = heads
         self.episode = Episode(self.agent, self.env, self.task, self.policy,
                                instruments=[self.capture] if self.capture else [], max_steps=max_steps)
         self.played: list[Played] = []
@@ -199,6 +202,42 @@ class Session:
                         done=self.done, won=self.episode.won)
         self.played.append(played)
         return played
+
+    def fork(self, edits: Sequence[Edit]) -> "Session":
+        """A new session that replays this one's actions to here, then plays on with ``edits`` applied to every
+        decision's memory (the block, and the prompt for a placebo) -- what the agent does if this piece of memory
+        is changed from now on. This session is left as it is.
+
+        Raises:
+            EditError: an edit cannot apply here (nothing was made), or is a forward edit (a head mask: re-score it
+                with :meth:`rescore`; a fork changes memory). Later decisions raise it where it stops applying.
+        """
+        from workbench.agents.edits import EditError
+        from workbench.agents.rescore import apply_edits
+
+        edits = tuple(edits)
+        if any(e.stage == "forward" for e in edits):
+            raise EditError("a fork changes the memory the agent reads; a head mask is a re-score (Session.rescore)")
+        if not self.done:
+            apply_edits(self._scorer_agent, self.state, edits)  # refuse now what cannot apply at the fork point
+        cfg = self._config
+        f = Session(self.lm, self.task, cfg["memory"], options=cfg["options"], retriever=cfg["retriever"],
+                    max_steps=cfg["max_steps"], heads=self._heads)
+        for p in self.played:
+            f.step(p.action)
+        f.edits = edits
+
+        def under_edits(d):
+            from workbench.agents.loop import Decision
+
+            state = State(task=f.task, step=d.step, room=f.episode.room, goal=f.episode.goal,
+                          history=tuple(f.episode.history), observation=f.episode.observation, block=d.block,
+                          candidates=d.admissible, policy=f.policy)
+            ed = apply_edits(f.agent, state, edits)
+            return Decision(d.step, ed.block, ed.prompt, d.admissible)
+
+        f.episode.transform = under_edits
+        return f
 
     # -- replaying a recorded run ------------------------------------------------------------------------------
 
