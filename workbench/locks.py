@@ -69,7 +69,8 @@ def holder(folder: str | os.PathLike) -> dict | None:
 
 
 def _command() -> str:
-    return " ".join(["workbench" if Path(sys.argv[0]).name == "workbench" else Path(sys.argv[0]).name, *sys.argv[1:]])
+    name = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "python"
+    return " ".join(["workbench" if name in ("workbench", "__main__.py") else name, *sys.argv[1:]])
 
 
 @contextmanager
