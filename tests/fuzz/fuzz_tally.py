@@ -14,3 +14,25 @@ def examples(default: int) -> int:
     return int(os.environ.get("WORKBENCH_FUZZ_EXAMPLES", default))
 
 
+def fuzz_settings(default: int):
+    """Seeded (derandomized) Hypothesis settings with ``examples(default)`` cases and no deadline."""
+    from hypothesis import HealthCheck, settings
+
+    return settings(max_examples=examples(default), derandomize=True, database=None, deadline=None,
+                    suppress_health_check=list(HealthCheck))
+
+
+def classify(reader: str, named, fn, check) -> None:
+    """Run a reader on a damaged file: a typed error naming ``named`` (the file or store), or a read that ``check``
+    accepts; the outcome is tallied. Any other exception propagates (the test fails on it)."""
+    from workbench.files import FormatError
+
+    try:
+        result = fn()
+    except (FormatError, ValueError, FileNotFoundError) as e:
+        assert str(named) in str(e), f"{reader}: the error does not name {named}: {e}"
+        TALLY[reader]["named error"] += 1
+        return
+    check(result)
+    TALLY[reader]["correct read"] += 1
+

@@ -9,8 +9,8 @@ import tempfile
 from pathlib import Path
 
 import yaml
-from fuzz_tally import TALLY, examples
-from hypothesis import HealthCheck, given, settings
+from fuzz_tally import TALLY, classify, fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 from mutations import damaged_file, place
 
@@ -23,13 +23,10 @@ from workbench.attention.heads import (
 from workbench.eval.config import MAX_STEPS
 from workbench.eval.sweep import load_grid
 from workbench.eval.sweep_status import read_sweep_record
-from workbench.files import FormatError
 from workbench.memory.eto import export_eto, import_eto
 from workbench.memory.trajectory import Step, Trajectory
 
-SETTINGS = settings(max_examples=examples(90), derandomize=True, database=None, deadline=None,
-                    suppress_health_check=list(HealthCheck))
-TYPED = (FormatError, ValueError, FileNotFoundError)
+SETTINGS = fuzz_settings(90)
 ASSETS = Path(__file__).resolve().parents[2] / "workbench" / "assets" / "heads"
 REPO = Path(__file__).resolve().parents[2]
 
@@ -69,17 +66,6 @@ def _seeds() -> dict[str, str]:
 SEED = _seeds()
 
 
-def _classify(reader: str, named: Path, fn, check) -> None:
-    try:
-        result = fn()
-    except TYPED as e:
-        assert str(named) in str(e), f"{reader}: the error does not name {named}: {e}"
-        TALLY[reader]["named error"] += 1
-        return
-    check(result)
-    TALLY[reader]["correct read"] += 1
-
-
 def _head_ok(h) -> bool:
     return (len(h) == 2 and all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < MAX_INDEX for x in h))
 
@@ -94,7 +80,7 @@ def test_fuzz_retrieval_heads_file(case):
         def check(heads):
             assert heads and all(_head_ok(h) for h in heads) and len(set(map(tuple, heads))) == len(heads)
 
-        _classify("heads file", path, lambda: read_retrieval_heads(path, "smollm2-135m-alfworld-v2"), check)
+        classify("heads file", path, lambda: read_retrieval_heads(path, "smollm2-135m-alfworld-v2"), check)
 
 
 @SETTINGS
@@ -110,11 +96,10 @@ def test_fuzz_head_scores_file(case):
             assert all(math.isfinite(x) for r in rec.scores for x in r)
             assert all(_head_ok(h) and h[0] < rec.n_layers and h[1] < rec.n_heads for h in hs.top_k(3))
 
-        _classify("head scores file", path, lambda: HeadScores.load(path), check)
+        classify("head scores file", path, lambda: HeadScores.load(path), check)
 
 
-@settings(max_examples=examples(60), derandomize=True, database=None, deadline=None,
-          suppress_health_check=list(HealthCheck))
+@fuzz_settings(60)
 @given(s=st.one_of(st.text(max_size=12), st.sampled_from(["-1.-1", "99999.99999", "\u0661.\u0662", "1_0.3", "3.4",
                                                         " 1.3", "1.3 ", "01.02", "1.", ".1", "1.2.3", "0.0"]),
                    st.tuples(st.integers(-3, 5000), st.integers(-3, 5000)).map(lambda t: f"{t[0]}.{t[1]}")))
@@ -155,7 +140,7 @@ def test_fuzz_grid(case):
                 assert all(isinstance(t, str) for t in c.task_types)
                 assert c.budget is None or (isinstance(c.budget, int) and c.budget >= 1)
 
-        _classify("grid", path, lambda: load_grid(path, out=str(Path(d) / "out")), check)
+        classify("grid", path, lambda: load_grid(path, out=str(Path(d) / "out")), check)
 
 
 @SETTINGS
@@ -169,7 +154,7 @@ def test_fuzz_eto_import(case):
             assert trajs and all(isinstance(t, Trajectory) and t.task_id for t in trajs)
             assert all(isinstance(s.action, str) and s.action for t in trajs for s in t.steps)
 
-        _classify("ETO import", path, lambda: import_eto(path), check)
+        classify("ETO import", path, lambda: import_eto(path), check)
 
 
 @SETTINGS
@@ -183,4 +168,4 @@ def test_fuzz_sweep_record(case):
             for inv in getattr(rec, "invocations", []) or []:
                 assert inv.pid is None or (isinstance(inv.pid, int) and inv.pid >= 0)
 
-        _classify("sweep record", path, lambda: read_sweep_record(path), check)
+        classify("sweep record", path, lambda: read_sweep_record(path), check)

@@ -11,8 +11,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from fuzz_tally import TALLY, examples
-from hypothesis import HealthCheck, given, settings
+from fuzz_tally import TALLY, classify, fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 from mutations import damaged_file, place
 
@@ -35,9 +35,7 @@ from workbench.memory.trajectory import (
     Trajectory,
 )
 
-SETTINGS = settings(max_examples=examples(130), derandomize=True, database=None, deadline=None,
-                    suppress_health_check=list(HealthCheck))
-TYPED = (FormatError, ValueError, FileNotFoundError)
+SETTINGS = fuzz_settings(130)
 
 
 def _episodes() -> list[Trajectory]:
@@ -75,19 +73,6 @@ def _seed_files() -> dict[str, str]:
 SEED = _seed_files()
 
 
-def _classify(reader: str, named: Path, fn, check) -> None:
-    """Run a reader on a damaged file: a typed error naming ``named``, or a read that ``check`` accepts."""
-    try:
-        result = fn()
-    except TYPED as e:
-        msg = str(e)
-        assert str(named) in msg, f"{reader}: the error does not name {named}: {msg}"
-        TALLY[reader]["named error"] += 1
-        return
-    check(result)
-    TALLY[reader]["correct read"] += 1
-
-
 def _finite(x) -> bool:
     if isinstance(x, float):
         return math.isfinite(x)
@@ -122,7 +107,7 @@ def test_fuzz_run_config(case):
             assert r.budget is None or (isinstance(r.budget, int) and r.budget >= 1)
             assert all(isinstance(v, str | None) for v in cfg.versions.values())
 
-        _classify("run config.json", path, lambda: read_config(d), check)
+        classify("run config.json", path, lambda: read_config(d), check)
 
 
 @SETTINGS
@@ -141,7 +126,7 @@ def test_fuzz_trajectories(case):
                 t = Trajectory.model_validate_json(line, strict=True)
                 assert all(math.isfinite(s.reward) for s in t.steps) and isinstance(t.success, bool)
 
-        _classify("run trajectories.jsonl", path, lambda: episode_lines(path), check)
+        classify("run trajectories.jsonl", path, lambda: episode_lines(path), check)
 
 
 @SETTINGS
@@ -156,7 +141,7 @@ def test_fuzz_metrics(case):
             n = m.get("n_episodes", 0)
             assert isinstance(n, int) and not isinstance(n, bool) and n >= 0
 
-        _classify("run metrics.json", path, lambda: read_metrics(d), check)
+        classify("run metrics.json", path, lambda: read_metrics(d), check)
 
 
 @SETTINGS
@@ -172,7 +157,7 @@ def test_fuzz_teacher_forced(case):
             assert r["n_steps"] == sum(c[1] for c in tf["per_task"].values()) and r["n_tasks"] == len(tf["per_task"])
             assert all(0 <= s["p_expert"] <= 1 and s["step"] >= 0 for s in tf["per_step"])
 
-        _classify("run teacher_forced.json", path, lambda: read_teacher_forced(path), check)
+        classify("run teacher_forced.json", path, lambda: read_teacher_forced(path), check)
 
 
 @SETTINGS
@@ -202,7 +187,7 @@ def test_fuzz_memory_base(which, data):
                 kept = len(st_.history) + len(st_.pending)
                 assert kept == n or (kept == n - 1 and unterminated), "a history record was dropped"
 
-        _classify(f"memory base {which}.jsonl", root, lambda: MemoryBase(root), check)
+        classify(f"memory base {which}.jsonl", root, lambda: MemoryBase(root), check)
         after = {p.name: p.read_bytes() for p in root.iterdir() if p.is_file() and not p.is_symlink()}
         assert after == before, "reading a store changed it"
 
