@@ -96,3 +96,20 @@ def test_a_fork_replays_to_here_and_plays_on_with_the_edit(lm, task):
 
     with pytest.raises(EditError, match="re-score"):
         s.fork([MaskHeads([(0, 0)])])
+
+
+def test_a_live_rescore_reuses_the_prefix_and_agrees_with_the_studies_scoring(lm, task):
+    """The live path (the state's cached prefix, reused up to the first edited token) gives the same numbers every
+    time it is asked, and the empty-cache numbers the studies use to float32 rounding."""
+    from workbench.agents.edits import MaskSegments
+
+    s = Session(lm, task, memory="traj", retriever="bm25", max_steps=4)
+    s.step()
+    edits = [MaskSegments((0,))]
+    fast, again = s.rescore(edits), s.rescore(edits)
+    cached = s._scorer_agent.scorer.cache.get_seq_length()  # the edited prompt's prefix, built on the state's
+    exact = s.rescore(edits, exact=True)
+    assert fast == again  # both distributions, TV and choices: the same cached prefix each time
+    assert fast.p == pytest.approx(exact.p, abs=1e-5) and fast.p_edited == pytest.approx(exact.p_edited, abs=1e-5)
+    assert fast.tv > 0 and fast.chosen == exact.chosen
+    assert cached == len(fast.edited_prompt.prefix)

@@ -175,6 +175,7 @@ class Episode:
         self.limit = min(max_steps or env.max_steps, env.max_steps)
         self.history: list[Step] = []
         self.records: list[dict] = []
+        self.last_distribution: dict[str, float] | None = None  # p over the last scored decision's candidates
         self.prompts: list[BuiltPrompt] = []
         self.observation = self._res.observation
         self.won = False
@@ -241,6 +242,7 @@ class Episode:
             scored = agent.decide(prompt, admissible, self.instruments)
             chosen = admissible[scored.best]
             probs = ActionScorer.normalise(scored.scores)
+            self.last_distribution = dict(zip(admissible, probs))  # the whole of it, for a live view (not recorded)
             top = sorted(range(len(probs)), key=lambda i: -probs[i])[:3]
             record.update(reused_tokens=scored.reused_tokens, p_action=probs[scored.best],
                           top=[[admissible[i], round(probs[i], 4)] for i in top])

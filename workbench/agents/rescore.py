@@ -284,7 +284,7 @@ def _check_prefix_reuse(edited: Mapping[str, Edited], instruments: Sequence[Step
 
 def rescore_many(agent: Agent, state: State, edit_sets: Mapping[str, Sequence[Edit]],
                  instruments: Sequence[StepInstrument] = (), *, reuse_prefix: bool = False,
-                 factual_first: bool = True) -> dict[str, Rescore]:
+                 factual_first: bool = True, factual: Sequence[float] | None = None) -> dict[str, Rescore]:
     """Score ``state`` as played once, then under each named edit set.
 
     Args:
@@ -300,6 +300,9 @@ def rescore_many(agent: Agent, state: State, edit_sets: Mapping[str, Sequence[Ed
             than a capture are refused.
         factual_first: False scores the edit sets first and the factual prompt last (with ``reuse_prefix`` the
             order is part of the numbers: the recorded reminder placebo was scored before the reminder).
+        factual: the factual distribution, already scored through the agent's scorer as it stands (with
+            ``reuse_prefix`` only: its cached prefix must be the factual prompt's, as a live session keeps it); it
+            is not scored again.
 
     Returns:
         name -> :class:`Rescore`, in ``edit_sets``' order.
@@ -307,18 +310,23 @@ def rescore_many(agent: Agent, state: State, edit_sets: Mapping[str, Sequence[Ed
     Raises:
         EditError: an edit cannot apply to this state, or cannot with ``reuse_prefix`` (before any forward).
     """
-    factual = state.prompt(agent)
+    factual_prompt = state.prompt(agent)
     edited = {name: apply_edits(agent, state, edits) for name, edits in edit_sets.items()}
     if reuse_prefix:
         _check_prefix_reuse(edited, instruments)
+    elif factual is not None:
+        raise ValueError("factual= needs reuse_prefix=True (the distribution of the cached factual prefix)")
+    if factual is not None and len(factual) != len(state.candidates):
+        raise ValueError(f"factual: {len(factual)} probabilities for {len(state.candidates)} candidates")
     cands = list(state.candidates)
-    noop = {name: not ed.instruments and ed.prompt.tokens == factual.tokens for name, ed in edited.items()}
+    noop = {name: not ed.instruments and ed.prompt.tokens == factual_prompt.tokens for name, ed in edited.items()}
     order: list[str | None] = [None, *edited] if factual_first else [*edited, None]  # None: the factual prompt
     dist: dict[str | None, tuple[float, ...]] = {}
     try:
         for name in order:
             if name is None:
-                dist[None] = _distribution(agent, factual, cands, instruments, reuse_prefix)
+                dist[None] = tuple(factual) if factual is not None else _distribution(agent, factual_prompt, cands,
+                                                                                      instruments, reuse_prefix)
             elif not (reuse_prefix and noop[name]):
                 ed = edited[name]
                 dist[name] = _distribution(agent, ed.prompt, cands, [*instruments, *ed.instruments], reuse_prefix)
@@ -332,14 +340,14 @@ def rescore_many(agent: Agent, state: State, edit_sets: Mapping[str, Sequence[Ed
         q = dist.get(name, p)  # a noop not scored again (reuse_prefix): the factual distribution
         _, alt, tv = choice_shift(p, q)
         out[name] = Rescore(candidates=tuple(cands), p=p, p_edited=q, chosen=best, edited_choice=alt, tv=tv,
-                            noop=noop[name], edits=ed.edits, prompt=factual, edited_prompt=ed.prompt)
+                            noop=noop[name], edits=ed.edits, prompt=factual_prompt, edited_prompt=ed.prompt)
     return out
 
 
 def rescore(agent: Agent, state: State, edits: Sequence[Edit] = (),
             instruments: Sequence[StepInstrument] = (), *, reuse_prefix: bool = False,
-            factual_first: bool = True) -> Rescore:
+            factual_first: bool = True, factual: Sequence[float] | None = None) -> Rescore:
     """Score ``state`` as played and under ``edits`` (one edit set of :func:`rescore_many`, whose arguments these
     are)."""
     return rescore_many(agent, state, {"edited": edits}, instruments, reuse_prefix=reuse_prefix,
-                        factual_first=factual_first)["edited"]
+                        factual_first=factual_first, factual=factual)["edited"]

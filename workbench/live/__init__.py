@@ -1,6 +1,7 @@
-"""Live loops in the kernel: a :class:`Session` plays an agent one decision at a time, shows the state it decides
-in and re-scores it under memory edits (the re-score primitive the studies use)."""
+"""Live loops in the kernel: a session played one decision at a time (:class:`Session`), and AGMR's refinement
+driven one attempt at a time against a working copy (:class:`LiveRefinement`)."""
 
+from workbench.live.agmr import Interrupted, LiveRefinement
 from workbench.live.session import Played, Session, SessionError, find_task
 
-__all__ = ["Session", "SessionError", "Played", "find_task"]
+__all__ = ["Interrupted", "LiveRefinement", "Played", "Session", "SessionError", "find_task"]

@@ -63,7 +63,8 @@ def find_task(task_id: str, splits: Sequence[str] = SPLITS) -> Task:
 
 @dataclass(frozen=True)
 class Played:
-    """One played decision: its step, the action, what the game answered, and the run's record of it."""
+    """One played decision: its step, the action, what the game answered, the run's record of it, and (for the
+    live view) the memory block and prompt it was decided on and p over all its candidates."""
 
     step: int
     action: str
@@ -71,6 +72,9 @@ class Played:
     record: dict
     done: bool
     won: bool
+    block: Any = None
+    prompt: Any = None
+    distribution: dict | None = None
 
 
 class Session:
@@ -101,6 +105,7 @@ class Session:
         self.lm = load_model(model, dtype=dtype) if isinstance(model, str) else model
         self.agent = Agent.from_model(self.lm)
         self._scorer_agent = Agent.from_model(self.lm)  # re-scores: its own cache, never the episode's
+        self._prefix: dict[int, tuple] = {}  # step -> the scorer's cached prefix of that state (Session.rescore)
         self.env = ALFWorldEnv(max_steps=max_steps)
         if heads is None and self.lm.name in list_models():
             heads = default_retrieval_heads(self.lm.name, shape=(self.lm.n_layers, self.lm.n_heads))
@@ -140,19 +145,43 @@ class Session:
                      candidates=d.admissible, policy=self.policy)
 
     def distribution(self) -> dict[str, float]:
-        """p over the pending decision's candidates, scored from an empty cache."""
+        """p over the pending decision's candidates (scored as :meth:`rescore` scores the factual prompt)."""
         r = self.rescore([])
         return dict(zip(r.candidates, r.p))
 
-    def rescore(self, edits: Sequence[Edit], instruments: Sequence = ()) -> Rescore:
+    def rescore(self, edits: Sequence[Edit], instruments: Sequence = (), *, exact: bool = False) -> Rescore:
         """The pending decision scored as it stands and under ``edits`` (typed memory edits:
         ``workbench.agents.edits``): both distributions, the total-variation distance, the new argmax.
+
+        By default the state is scored once, its prompt prefix cached (extending the previous state's), and each
+        re-score runs the edited prompt alone, reusing that cache up to the first edited token (a live re-score
+        costs the edited tail, not two whole prompts): every re-score of one state starts from the same cached
+        prefix and the same factual distribution, so asking twice gives the same numbers, which agree with an
+        empty-cache forward to the dtype's rounding. ``exact=True`` scores both prompts from an empty cache, as the causal studies do (their
+        numbers bit for bit); a head mask (its effect would sit in the cached prefix) and an instrument other than a
+        read-only capture always take that path.
 
         Raises:
             EditError: an edit names an item, bank, segment or head the state does not hold; nothing was scored and
                 the session is unchanged.
         """
-        return rescore(self._scorer_agent, self.state, list(edits), instruments)
+        from workbench.agents.rescore import apply_edits
+
+        state, edits = self.state, list(edits)
+        if exact or any(e.stage == "forward" for e in edits if isinstance(e, Edit)) or any(
+                not isinstance(i, CaptureInstrument) for i in instruments):
+            return rescore(self._scorer_agent, state, edits, instruments)
+        apply_edits(self._scorer_agent, state, edits)  # refuse a bad edit before any forward or cache change
+        scorer = self._scorer_agent.scorer
+        snap = self._prefix.get(self.step_index)
+        if snap is None:  # this state's prefix, extending the last state's cached one, and its distribution
+            from workbench.models.scoring import ActionScorer
+
+            got = self._scorer_agent.decide(state.prompt(self._scorer_agent), list(state.candidates))
+            snap = (scorer.snapshot(), tuple(ActionScorer.normalise(got.scores)))
+            self._prefix = {self.step_index: snap}
+        scorer.restore(snap[0])
+        return rescore(self._scorer_agent, state, edits, instruments, reuse_prefix=True, factual=snap[1])
 
     def attention(self, step: int = -1) -> list[dict]:
         """The captured heads' attention of a played decision (default: the last), per prompt span: one row per
@@ -196,10 +225,12 @@ class Session:
         k = self.step_index
         if action is not None and action not in self.episode.pending().admissible:
             raise ValueError(f"step {k}: {action!r} is not admissible here")
+        d = self.episode.pending()
         record = self.episode.step(action)
         last = self.episode.history[-1]
         played = Played(step=k, action=last.action, observation=self.episode.observation, record=record,
-                        done=self.done, won=self.episode.won)
+                        done=self.done, won=self.episode.won, block=d.block, prompt=d.prompt,
+                        distribution=self.episode.last_distribution)
         self.played.append(played)
         return played
 

@@ -126,6 +126,21 @@ class ActionScorer:
         self._cache: Any = None
         self._cached: list[int] = []
 
+    def snapshot(self) -> tuple[Any, tuple[int, ...]]:
+        """A copy of the cached prefix (its KV and its tokens), for :meth:`restore`: a live session keeps one per
+        state it looks at, so every re-score of that state starts from the same cache."""
+        import copy
+
+        return copy.deepcopy(self._cache), tuple(self._cached)
+
+    def restore(self, snap: tuple[Any, tuple[int, ...]]) -> None:
+        """Make ``snap`` (from :meth:`snapshot`) the cached prefix again; the snapshot itself is not consumed."""
+        import copy
+
+        cache, tokens = snap
+        self._cache = copy.deepcopy(cache) if self.reuse_cache else None
+        self._cached = list(tokens) if self.reuse_cache and cache is not None else []
+
     @property
     def cache(self) -> Any:
         """The KV cache of the current prefix (an HF ``DynamicCache``), or None before the first step."""

@@ -35,7 +35,7 @@ that provenance, and a task without either is played again.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -84,7 +84,7 @@ from workbench.methods.agmr.stage_types import (
 )
 from workbench.models import load_model
 
-__all__ = ["Refiner", "refine", "execute"]
+__all__ = ["Refiner", "refine", "execute", "Executed", "Attempted", "Verdict"]
 
 
 @dataclass
@@ -100,6 +100,38 @@ class _Run:
     @property
     def record(self) -> UtilizationEpisode:
         return self.execution.utilization
+
+
+@dataclass(frozen=True)
+class Executed:
+    """:meth:`Refiner.steps`: the task played with m* shown (the first execution), and m*."""
+
+    execution: Execution
+    entry: MemoryEntry
+
+
+@dataclass(frozen=True)
+class Attempted:
+    """:meth:`Refiner.steps`: one attempt (reflect, diagnose, refine, re-execute). ``candidate`` and
+    ``verification`` are None when the attempt failed before an edit (``attempt.error``); ``before`` is the
+    execution it diagnosed (its C is the "before"); ``last``: the :class:`Verdict` follows at once."""
+
+    attempt: Attempt
+    candidate: MemoryEntry | None
+    verification: Execution | None
+    before: Execution
+    last: bool = False  # the verdict comes next, with no more work
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """:meth:`Refiner.steps`' last event. A verified edit: ``candidate`` and ``commit`` (call it to commit the
+    edit to the base, as ``workbench refine`` does; returns the task's record) and ``record`` None. Otherwise
+    ``record`` (discarded, rolled back, no edit, no memory, error) and nothing to commit."""
+
+    record: TaskRecord | None
+    candidate: MemoryEntry | None = None
+    commit: Callable[[], TaskRecord] | None = None
 
 
 def execute(agent: Any, env: Any, heads: Sequence[tuple[int, int]], task: Any, memory: MemoryEntry, n: int,
@@ -230,10 +262,22 @@ class Refiner:
     # -- the loop -----------------------------------------------------------------------------------------
     def refine_task(self, task: Any, goal: str) -> TaskRecord:
         """Algorithm 1 for one task; commits to the base when an edit is verified."""
+        for event in self.steps(task, goal):
+            if isinstance(event, Verdict):
+                return event.record if event.commit is None else event.commit()
+        raise AssertionError("Refiner.steps ended without a verdict")
+
+    def steps(self, task: Any, goal: str) -> Iterator["Executed | Attempted | Verdict"]:
+        """Algorithm 1 for one task as it happens: the first execution (:class:`Executed`), each attempt with its
+        verification (:class:`Attempted`), then the :class:`Verdict`. A verified edit is not committed here: the
+        verdict's ``commit()`` does it (:meth:`refine_task` calls it at once; a live session when the user
+        accepts). Stopping early (an interrupt between or inside executions) leaves the base as it was."""
         entry = self.retrieve(task, goal)
         if entry is None:
-            return TaskRecord(task_id=task.task_id, task_type=task.task_type, outcome="no_memory")
+            yield Verdict(TaskRecord(task_id=task.task_id, task_type=task.task_type, outcome="no_memory"))
+            return
         first = self.execute(task, entry, 0, entry.version, candidate=False)
+        yield Executed(first.execution, entry)
         runs = [first.execution.id]
         common = dict(task_id=task.task_id, task_type=task.task_type, entry_id=entry.entry_id,
                       base_version=entry.version, segments_before=len(entry.segments),
@@ -250,6 +294,7 @@ class Refiner:
                     attempts.append(Attempt(n=n, error=error_text(e), reflection=info.get("reflection"),
                                             rule=info.get("rule"), refinement=info.get("refinement"),
                                             pattern=info.get("pattern")))
+                    yield Attempted(attempts[-1], None, None, run.execution, last=n == self.config.max_attempts)
                     continue
                 verify = self.execute(task, cand, len(runs), entry.version, candidate=True)
                 runs.append(verify.execution.id)
@@ -261,34 +306,45 @@ class Refiner:
                                   diff=candidate_diff(entry, cand, n), execution=verify.execution.id,
                                   success=verify.traj.success, reward_gain=gain)
                 attempts.append(attempt)
+                yield Attempted(attempt, cand, verify.execution, run.execution,
+                                last=ok or n == self.config.max_attempts)
                 if ok:
-                    return self._commit(task, entry, cand, "failure", attempts, runs, common)
+                    yield Verdict(None, cand, lambda: self._commit(task, entry, cand, "failure", attempts, runs,
+                                                                   common))
+                    return
                 memory, run = cand, verify
-            return TaskRecord(**common, branch="failure", outcome="discarded" if any(a.execution for a in attempts)
-                              else "error", attempts=tuple(attempts), executions=tuple(runs),
-                              **pattern_counts(attempts), segments_after=len(entry.segments), tokens_after=common["tokens_before"])
+            yield Verdict(TaskRecord(**common, branch="failure", outcome="discarded" if any(a.execution for a in
+                                                                                          attempts) else "error",
+                                     attempts=tuple(attempts), executions=tuple(runs), **pattern_counts(attempts),
+                                     segments_after=len(entry.segments), tokens_after=common["tokens_before"]))
+            return
         try:
             cand, info = self._success_edit(entry, first)
         except typed as e:
-            return TaskRecord(**common, branch="success", outcome="error", attempts=(Attempt(n=1, error=error_text(e)),),
-                              executions=tuple(runs), segments_after=len(entry.segments),
-                              tokens_after=common["tokens_before"])
+            yield Verdict(TaskRecord(**common, branch="success", outcome="error",
+                                     attempts=(Attempt(n=1, error=error_text(e)),), executions=tuple(runs),
+                                     segments_after=len(entry.segments), tokens_after=common["tokens_before"]))
+            return
         if cand is None:
-            return TaskRecord(**common, branch="success", outcome="no_edit",
-                              attempts=(Attempt(n=1, reflection=info["reflection"], refinement=info["refinement"],
-                                                pattern=info.get("pattern"), utilization=info.get("utilization")),),
-                              executions=tuple(runs), segments_after=len(entry.segments),
-                              tokens_after=common["tokens_before"])
+            yield Verdict(TaskRecord(**common, branch="success", outcome="no_edit",
+                                     attempts=(Attempt(n=1, reflection=info["reflection"],
+                                                       refinement=info["refinement"], pattern=info.get("pattern"),
+                                                       utilization=info.get("utilization")),),
+                                     executions=tuple(runs), segments_after=len(entry.segments),
+                                     tokens_after=common["tokens_before"]))
+            return
         verify = self.execute(task, cand, 1, entry.version, candidate=True)
         runs.append(verify.execution.id)
         attempt = Attempt(n=1, reflection=info["reflection"], refinement=info["refinement"], pattern=info.get("pattern"),
                           utilization=info.get("utilization"), diff=candidate_diff(entry, cand, 1), execution=verify.execution.id, success=verify.traj.success,
                           reward_gain=reward(verify.traj) - reward(first.traj))
+        yield Attempted(attempt, cand, verify.execution, first.execution, last=True)
         if verify.traj.success:
-            return self._commit(task, entry, cand, "success", [attempt], runs, common)
-        return TaskRecord(**common, branch="success", outcome="rolled_back", attempts=(attempt,),
-                          executions=tuple(runs), segments_after=len(entry.segments),
-                          tokens_after=common["tokens_before"])
+            yield Verdict(None, cand, lambda: self._commit(task, entry, cand, "success", [attempt], runs, common))
+            return
+        yield Verdict(TaskRecord(**common, branch="success", outcome="rolled_back", attempts=(attempt,),
+                                 executions=tuple(runs), segments_after=len(entry.segments),
+                                 tokens_after=common["tokens_before"]))
 
     def _commit(self, task: Any, entry: MemoryEntry, cand: MemoryEntry, branch: str, attempts: list[Attempt],
                 runs: list[str], common: dict) -> TaskRecord:
