@@ -40,7 +40,7 @@ from workbench.methods.agmr.refine_folder import load_log, prepare, refine_paths
 from workbench.models import load_model
 from workbench.models.registry import DEFAULT_AGENT
 
-__all__ = ["LiveRefinement", "Interrupted"]
+__all__ = ["Interrupted", "LiveRefinement"]
 
 
 class Interrupted(RuntimeError):

@@ -234,7 +234,7 @@ class Session:
         self.played.append(played)
         return played
 
-    def fork(self, edits: Sequence[Edit]) -> "Session":
+    def fork(self, edits: Sequence[Edit]) -> Session:
         """A new session that replays this one's actions to here, then plays on with ``edits`` applied to every
         decision's memory (the block, and the prompt for a placebo) -- what the agent does if this piece of memory
         is changed from now on. This session is left as it is.
@@ -273,7 +273,7 @@ class Session:
     # -- replaying a recorded run ------------------------------------------------------------------------------
 
     @classmethod
-    def from_run(cls, folder: str, task_id: str, model: Any = None) -> "Session":
+    def from_run(cls, folder: str, task_id: str, model: Any = None) -> Session:
         """A session of ``task_id`` with the agent, memory policy, options and step limit a run folder recorded
         (its ``config.json``, read strictly); :meth:`replay` then walks it along the recorded episode.
 

@@ -84,7 +84,7 @@ from workbench.methods.agmr.stage_types import (
 )
 from workbench.models import load_model
 
-__all__ = ["Refiner", "refine", "execute", "Executed", "Attempted", "Verdict"]
+__all__ = ["Attempted", "Executed", "Refiner", "Verdict", "execute", "refine"]
 
 
 @dataclass
@@ -267,7 +267,7 @@ class Refiner:
                 return event.record if event.commit is None else event.commit()
         raise AssertionError("Refiner.steps ended without a verdict")
 
-    def steps(self, task: Any, goal: str) -> Iterator["Executed | Attempted | Verdict"]:
+    def steps(self, task: Any, goal: str) -> Iterator[Executed | Attempted | Verdict]:
         """Algorithm 1 for one task as it happens: the first execution (:class:`Executed`), each attempt with its
         verification (:class:`Attempted`), then the :class:`Verdict`. A verified edit is not committed here: the
         verdict's ``commit()`` does it (:meth:`refine_task` calls it at once; a live session when the user
@@ -309,8 +309,8 @@ class Refiner:
                 yield Attempted(attempt, cand, verify.execution, run.execution,
                                 last=ok or n == self.config.max_attempts)
                 if ok:
-                    yield Verdict(None, cand, lambda: self._commit(task, entry, cand, "failure", attempts, runs,
-                                                                   common))
+                    yield Verdict(None, cand, lambda c=cand: self._commit(task, entry, c, "failure", attempts, runs,
+                                                                          common))
                     return
                 memory, run = cand, verify
             yield Verdict(TaskRecord(**common, branch="failure", outcome="discarded" if any(a.execution for a in
