@@ -57,7 +57,7 @@ test: install install-server install-browser
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS) tests notebooks/01_baselines.ipynb notebooks/02_retrieval_heads.ipynb \
 		notebooks/03_utilization.ipynb notebooks/04_agmr.ipynb \
-		notebooks/05_arbiter.ipynb notebooks/06_proactive.ipynb --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
+		notebooks/05_arbiter.ipynb notebooks/06_proactive.ipynb notebooks/07_live.ipynb --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
 
 test-fast: install
 	$(BIN)/lint-imports

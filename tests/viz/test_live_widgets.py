@@ -92,3 +92,39 @@ def test_the_failure_browser_opens_an_episode_at_its_step(tiny, tmp_path):
     button.click()
     assert box.player.session.step_index == f.step and f"<b>step {f.step}</b>" in box.player.status.value
     assert "reproduced" in box.children[3].value
+
+
+def test_run_in_the_background_stops_at_the_next_step_and_the_session_stays_whole(tiny):
+    import time
+
+    from workbench.viz.live import agent_player
+
+    path, _ = tiny
+    p = agent_player(path, memory="traj", dtype="float32", heads=[(0, 0)])  # loaded in this thread
+    p.run_btn.click()  # a thread: the comm handler returns at once
+    time.sleep(1.0)
+    p.stop_btn.click()
+    p.worker.thread.join(60)
+    s = p.session
+    assert not p.worker.busy and not p.run_btn.disabled
+    assert len(s.played) == s.step_index and len(s.trajectory().steps) == s.step_index  # whole steps only
+    assert s.done or s.step_index < s.episode.limit  # stopped early (or the episode ended first)
+
+
+def test_a_run_folder_of_another_model_is_a_message(tiny, tmp_path, tiny_model_dir):
+    from workbench.eval.config import RunConfig
+    from workbench.eval.run import run
+    from workbench.viz.live import failure_browser
+
+    _, lm = tiny
+    cfg = RunConfig(out=str(tmp_path / "run"), model=lm.name, tasks="0:2", memory="none", max_steps=8,
+                    teacher_forcing=False, dtype="float32")
+    run(cfg, lm=lm, progress=False)
+    other = load_model(str(tiny_model_dir), dtype="bfloat16")
+    try:
+        box = failure_browser(cfg.out, model=other, background=False)
+    except ValueError as e:  # no failure mode in these two episodes: nothing to click
+        pytest.skip(str(e))
+    box.children[2].children[0].click()
+    assert "live-error" in box.children[3].value and "played by" in box.children[3].value
+    assert box.player.session is None

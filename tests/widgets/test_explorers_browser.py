@@ -10,19 +10,14 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from lab_harness import CHROMIUM, CHROMIUM_ARGS, open_and_run_all, serve  # noqa: E402
+
 NOTEBOOK = {
     "cells": [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": src} for src in (
         "from workbench.memory.trajectory import Trajectory, read_jsonl\n"
@@ -67,17 +62,9 @@ def _refined(root: Path) -> None:
         "ideal_segment": 1})])
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     """JupyterLab serving a folder with the explorers' notebook and two episodes' records; stopped by PID."""
-    if not os.access(CHROMIUM, os.X_OK):
-        pytest.fail(f"{CHROMIUM} is missing: `make install-browser` installs Debian's chromium")
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "viz"))
     from test_memory_explorers import replayed
 
@@ -92,29 +79,8 @@ def lab(tmp_path_factory):
     write_jsonl(root / "proactive.jsonl", [replayed(ProactivePolicy(), expert)[0]])
     _refined(root)
     (root / "explorers.ipynb").write_text(json.dumps(NOTEBOOK))
-    port, token = _free_port(), secrets.token_hex(16)
-    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(root / ".jupyter"), "JUPYTER_RUNTIME_DIR": str(root / ".runtime")}
-    proc = subprocess.Popen([sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-                             f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}", "--LabApp.news_url=",
-                             "--ServerApp.disable_check_xsrf=True", "--allow-root"], cwd=root, env=env,
-                            stdout=open(root / "lab.log", "w"), stderr=subprocess.STDOUT)
-    try:
-        deadline = time.time() + 120
-        while True:
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status?token={token}", timeout=2)
-                break
-            except OSError:
-                if time.time() > deadline or proc.poll() is not None:
-                    raise RuntimeError(f"JupyterLab did not start: {(root / 'lab.log').read_text()[-2000:]}")
-                time.sleep(1)
-        yield f"http://127.0.0.1:{port}", token, str(root)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    with serve(root) as (url, token):
+        yield url, token, str(root)
 
 
 def test_explorers_render_and_follow_their_controls(lab):
@@ -125,15 +91,7 @@ def test_explorers_render_and_follow_their_controls(lab):
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(f"{url}/lab/tree/explorers.ipynb?token={token}")
-            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
-            try:  # a fresh notebook asks which kernel to start
-                page.get_by_role("button", name="Select", exact=True).click(timeout=30_000)
-            except Exception:
-                pass  # no dialog: the kernel was chosen from the notebook's metadata
-            page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000)
-            page.get_by_role("menuitem", name="Run", exact=True).click()  # the menu bar's Run menu
-            page.get_by_text("Run All Cells", exact=True).click()
+            open_and_run_all(page, url, token, "explorers.ipynb")
             try:
                 arbiter = page.wait_for_selector(".workbench-arbiter-explorer", timeout=120_000)
             except Exception:

@@ -33,7 +33,7 @@ from workbench.memory.trajectory import Trajectory
 from workbench.models import load_model
 from workbench.models.registry import DEFAULT_AGENT, list_models
 
-__all__ = ["Session", "SessionError", "find_task"]
+__all__ = ["Played", "Session", "SessionError", "find_task", "replay_parity"]
 
 SPLITS = ("valid_unseen", "valid_seen", "valid_train")
 
@@ -333,3 +333,38 @@ class Session:
             if until is not None and until(out[-1]):
                 break
         return out
+
+
+def replay_parity(folder: str, states: int = 50, model: Any = None) -> dict:
+    """Does a live session reproduce a recorded run? ``Session.from_run(folder, task).replay()`` over the folder's
+    episodes in file order until ``states`` decisions: the recorded actions are played, the agent scores each state
+    as it goes (as the run did, its cache reused from step to step).
+
+    Returns:
+        folder, model, dtype, the CPU that played the run (when recorded) and this one, ``states``,
+        ``same_choice`` (states whose recorded choice the agent makes again), ``p_exact`` (p(action) bit for bit),
+        ``p_within_1e-3`` and ``max_abs_dp``, ``wall_s``.
+    """
+    import time
+
+    from workbench.eval.run_folder import read_config, read_episodes
+    from workbench.files import read_json
+    from workbench.provenance import versions
+
+    cfg = read_config(folder).run
+    lm = model or load_model(cfg.model, dtype=cfg.dtype)
+    rows: list[dict] = []
+    t0 = time.time()
+    for ep in read_episodes(folder):
+        if len(rows) >= states:
+            break
+        s = Session.from_run(folder, ep.task_id, model=lm)
+        rows += s.replay(to_step=min(ep.n_steps, states - len(rows)))
+    dp = [abs(r["p_action"] - r["recorded_p_action"]) for r in rows if r["recorded_p_action"] is not None]
+    played_on = read_json(f"{folder}/config.json").get("versions", {}).get("cpu")
+    return {"folder": str(folder), "model": cfg.model, "dtype": cfg.dtype, "played_on": played_on,
+            "replayed_on": versions().get("cpu"), "states": len(rows),
+            "same_choice": sum(r["same_choice"] for r in rows),
+            "p_exact": sum(r["p_action"] == r["recorded_p_action"] for r in rows),
+            "p_within_1e-3": sum(d < 1e-3 for d in dp), "max_abs_dp": max(dp, default=0.0),
+            "wall_s": round(time.time() - t0, 1)}

@@ -13,6 +13,9 @@ __all__ = ["PROFILES", "notebook_parameters"]
 
 TRAINED = DEFAULT_AGENT  # the notebooks follow the default agent (v2 since 2026-12-04)
 FULL_MODELS = ["smollm2-135m-instruct", TRAINED]
+# the committed paper-scale runs of the default agent that 07 replays live (MemArbiter, proactive, Traj)
+LIVE_PARITY_RUNS = [f"../runs/full-bfloat16/{nb}/{TRAINED}/{cond}" for nb, cond in (
+    ("05_arbiter", "arbiter-500"), ("06_proactive", "proactive"), ("01_baselines", "traj"))]
 
 PROFILES: dict[str, dict[str, dict]] = {
     "smoke": {
@@ -26,6 +29,7 @@ PROFILES: dict[str, dict[str, dict]] = {
                        "steps_per_task": 2, "verbatim_tasks": "0:1", "sensitivity_tasks": "0:1"},
         "06_proactive": {"tasks": "0:1", "max_steps": 3, "attention_tasks": "0:1", "verbatim_tasks": "0:1",
                          "warning_tasks": "0:1"},
+        "07_live": {"steps": 3, "agmr_max_steps": 3, "agmr_attempts": 1, "parity_states": 5},
     },
     "default": {
         # Both models. Episodes on 4 tasks spread over the sorted list (the untrained model plays all 50
@@ -55,6 +59,11 @@ PROFILES: dict[str, dict[str, dict]] = {
         # the action agent alone and 5 proactive conditions on 2 tasks; reminder attention on 1 episode.
         "06_proactive": {"tasks": "0:134:67", "max_steps": 50, "workers": 2, "attention_tasks": "0:1",
                          "verbatim_tasks": None, "warning_tasks": "0:134:67"},
+        # the player 6 decisions in, one live AGMR attempt at the full step limit (a failure, then a verified edit:
+        # about a minute), the replay parity of the three committed paper-scale runs of the default agent at 50
+        # states each (about 2 min)
+        "07_live": {"steps": 6, "agmr_max_steps": 50, "agmr_attempts": 1, "parity_runs": LIVE_PARITY_RUNS,
+                    "parity_states": 50},
     },
     "full": {
         # Episodes and teacher forcing of all conditions as one job list over two worker processes (one per core;
@@ -78,6 +87,8 @@ PROFILES: dict[str, dict[str, dict]] = {
                        "sensitivity_tasks": "0:134:4"},
         "06_proactive": {"tasks": "all", "max_steps": 50, "workers": 2, "attention_tasks": "0:134:7",
                          "verbatim_tasks": "0:134:7", "warning_tasks": "0:134:2"},
+        "07_live": {"steps": 6, "agmr_max_steps": 50, "agmr_attempts": 3, "parity_runs": LIVE_PARITY_RUNS,
+                    "parity_states": 50},
     },
 }
 

@@ -39,9 +39,13 @@ __all__ = ["AgentPlayer", "agent_player", "live_agmr", "failure_browser", "distr
 _MODELS: dict[tuple[str, str], Any] = {}  # one loaded model per (name, dtype) in a kernel
 
 
-def _model(name: str, dtype: str):
+def _model(name: Any, dtype: str):
+    """A model by name, loaded once per (name, dtype) in this kernel; a loaded model is kept under its own."""
     from workbench.models import load_model
 
+    if not isinstance(name, str):
+        _MODELS[(name.name, name.dtype)] = name
+        return name
     key = (name, dtype)
     if key not in _MODELS:
         _MODELS[key] = load_model(name, dtype=dtype)
@@ -233,6 +237,9 @@ class AgentPlayer:
         self.tasks = {t.task_id: t for t in load_alfworld_tasks(split)}
         types = sorted({t.task_type for t in self.tasks.values()})
         first = self.tasks.get(task) if task else None
+        if model is not None and not isinstance(model, str):  # a model the notebook already loaded
+            _model(model, model.dtype)
+            model, dtype = model.name, model.dtype
         self.model = w.Text(value=model or DEFAULT_AGENT, description="model", layout=w.Layout(width="320px"))
         self.dtype = w.Dropdown(options=["bfloat16", "float32"], value=dtype, description="dtype",
                                 layout=w.Layout(width="200px"))
@@ -249,6 +256,7 @@ class AgentPlayer:
         self.status, self.progress = w.HTML(), w.HTML()
         self.status.add_class("live-status")
         self.dist, self.mem, self.prompt, self.c = w.HTML(), w.HTML(), w.HTML(), w.HTML()
+        self.dist.add_class("live-dist")
         self.panel = w.VBox()
         self.panel.add_class("live-intervene")
         self.rescored, self.panel_msg = w.HTML(), w.HTML()
@@ -415,9 +423,18 @@ class AgentPlayer:
         rows.append(heads)
         controls = rows
         for c in controls:
-            c.observe(lambda _: self.worker.start(self.rescore, self.background), names="value")
+            c.observe(lambda _: self._on_panel_change(), names="value")
         self._controls = controls
         self.panel.children = tuple(controls)
+
+    def _on_panel_change(self) -> None:
+        # a re-score takes well under two seconds: run it here, where the change arrived, unless an action is
+        # under way (the pending decision is about to change)
+        if self.worker.busy:
+            self.rescored.value = ("<i>busy: an action is under way (the pending decision is about to change); "
+                                   "change it again once it ends, or press Stop</i>")
+            return
+        self.worker.start(self.rescore, background=False)
 
     def edits(self) -> list[Edit]:
         """The memory edits the panel's controls say (what :meth:`rescore` scores)."""
@@ -611,6 +628,11 @@ def live_agmr(model: str | None = None, copy: str | Path = "runs/live/agmr-copy"
                   w.HBox([play, attempt, accept, back, stop]), progress, status, log])
     box.add_class("workbench-live-agmr")
     box.live = live
+    # the buttons' actions, callable from a cell (a rendered notebook presses them in order)
+    box.play = lambda: worker.start(guarded(do_play), background=False)
+    box.attempt = lambda: worker.start(guarded(do_attempt), background=False)
+    box.accept = lambda: worker.start(guarded(do_accept), background=False)
+    box.roll_back = lambda: worker.start(guarded(do_back), background=False)
     return box
 
 
@@ -687,5 +709,6 @@ def failure_browser(run: str | Path, refine: str | Path | None = None, player: A
     box = w.VBox([w.HTML(f"<b>{escape(str(run))}</b>: {cfg.model} ({cfg.dtype}), memory {cfg.memory}"), mode, listing,
                   note, player.widget])
     box.add_class("workbench-failure-browser")
-    box.player = player
+    box.player, box.findings = player, findings
+    box.open = lambda f: worker.start(lambda: open_at(f), background=False)  # what a click does, from a cell
     return box
