@@ -98,7 +98,25 @@ def test_an_accepted_edit_is_a_commit_with_refines_provenance_and_rolls_back(lm,
     assert [x.outcome for x in load_log(tmp_path / "copy")] == ["committed"]
     back = r.roll_back()
     assert back.segments == first.entry.segments and back.version == rec.committed_version + 1
+    with pytest.raises(SessionError, match="rolled back already"):
+        r.roll_back()  # once: a second press would put the edit back
     assert MemoryBase(source).digest() == digest
+
+
+def test_a_task_that_committed_nothing_has_nothing_to_roll_back(lm, source, tmp_path):
+    r = LiveRefinement(lm, tmp_path / "copy", source=source, config=_config(max_attempts=1))
+    r.begin(_task())
+    r.run()
+    assert r.record.outcome != "committed"
+    with pytest.raises(SessionError, match="committed no edit"):
+        r.roll_back()
+
+
+def test_a_second_refinement_on_the_same_copy_retires_the_first(lm, source, tmp_path):
+    first = LiveRefinement(lm, tmp_path / "copy", source=source, config=_config())
+    LiveRefinement(lm, tmp_path / "copy", source=source, config=_config())  # the cell ran again
+    with pytest.raises(SessionError, match="another LiveRefinement opened this working copy"):
+        first.begin(_task())
 
 
 def test_a_stop_interrupts_the_execution_and_the_next_begin_drops_it(lm, source, tmp_path):

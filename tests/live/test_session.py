@@ -113,3 +113,17 @@ def test_a_live_rescore_reuses_the_prefix_and_agrees_with_the_studies_scoring(lm
     assert fast.p == pytest.approx(exact.p, abs=1e-5) and fast.p_edited == pytest.approx(exact.p_edited, abs=1e-5)
     assert fast.tv > 0 and fast.chosen == exact.chosen
     assert cached == len(fast.edited_prompt.prefix)
+
+
+def test_a_fork_of_a_fork_keeps_the_first_forks_edits(lm, task):
+    from workbench.agents.edits import MaskSegments, RemoveReminder
+
+    s = Session(lm, task, memory="traj", retriever="bm25", max_steps=4)
+    s.step()
+    f = s.fork([MaskSegments((0,))])
+    f.step()
+    g = f.fork([MaskSegments((1,))])
+    assert g.edits == (MaskSegments((0,)), MaskSegments((1,))) and g.step_index == 2
+    assert g.state.prompt(g.agent).memory_tokens < f.state.prompt(f.agent).memory_tokens  # both masks apply
+    with pytest.raises(EditError):
+        g.fork([RemoveReminder()])  # no reminder here: refused at the fork point, nothing made

@@ -43,6 +43,8 @@ def test_the_player_steps_and_its_panel_shows_the_librarys_rescore(tiny):
     r = p.last_rescore
     lib = p.session.rescore([SetBand(ctl.item, band)])
     assert r == lib and f"{lib.delta_p:+.6f}" in p.rescored.value and f"{lib.tv:.6f}" in p.rescored.value
+    exact = p.session.rescore([SetBand(ctl.item, band)], exact=True)  # the studies' empty-cache scoring
+    assert r.delta_p == pytest.approx(exact.delta_p, abs=1e-5) and r.tv == pytest.approx(exact.tv, abs=1e-5)
     step = p.session.step_index
     p.fork_btn.click()  # continue from here with the band switched
     assert p.session.step_index == step and p.session.edits == (SetBand(ctl.item, band),)
@@ -70,7 +72,17 @@ def test_failure_findings_name_the_first_abab_step():
     t = Trajectory(task_id="t", task_type="pick", goal="g", steps=tuple(Step(observation="o", action=a) for a in acts),
                    success=False)
     got = {f.mode: f.step for f in failure_findings(t, max_steps=7)}
-    assert got["oscillation"] == 1 and got["put_back"] == 5 and "step_limit_loop" in got
+    assert got["oscillation"] == 1 and got["put_back"] == 5
+    assert got["step_limit_loop"] == 6  # no repeating tail of 8 steps: the last new action
+    loop = ["look", "open a", "go to b", "go to c", "go to b", "go to c", "open a"] + ["go to b", "go to c"] * 5
+    obs = ["o"] * len(loop)
+    obs[3] = "Nothing happens."  # the answer to loop[2]
+    t = Trajectory(task_id="t", task_type="pick", goal="g", success=False,
+                   steps=tuple(Step(observation=o, action=a) for o, a in zip(obs, loop)))
+    got = {f.mode: f.step for f in failure_findings(t, max_steps=len(loop))}
+    assert got["step_limit_loop"] == 4  # from step 4 every action is one of the 8 before it
+    assert got["failed_command"] == 2 and got["oscillation"] == 2
+    assert "step_limit_loop" not in {f.mode for f in failure_findings(t, max_steps=50)}  # not at its limit
 
 
 def test_the_failure_browser_opens_an_episode_at_its_step(tiny, tmp_path):
@@ -101,6 +113,7 @@ def test_run_in_the_background_stops_at_the_next_step_and_the_session_stays_whol
 
     path, _ = tiny
     p = agent_player(path, memory="traj", dtype="float32", heads=[(0, 0)])  # loaded in this thread
+    assert p.session.episode.limit == 50  # a random model rarely wins: Run would play all 50 steps
     p.run_btn.click()  # a thread: the comm handler returns at once
     time.sleep(1.0)
     p.stop_btn.click()
@@ -108,7 +121,8 @@ def test_run_in_the_background_stops_at_the_next_step_and_the_session_stays_whol
     s = p.session
     assert not p.worker.busy and not p.run_btn.disabled
     assert len(s.played) == s.step_index and len(s.trajectory().steps) == s.step_index  # whole steps only
-    assert s.done or s.step_index < s.episode.limit  # stopped early (or the episode ended first)
+    if not s.episode.won:
+        assert not s.done and s.step_index < s.episode.limit  # stopped early, between two whole steps
 
 
 def test_a_run_folder_of_another_model_is_a_message(tiny, tmp_path, tiny_model_dir):
@@ -128,3 +142,15 @@ def test_a_run_folder_of_another_model_is_a_message(tiny, tmp_path, tiny_model_d
     box.children[2].children[0].click()
     assert "live-error" in box.children[3].value and "played by" in box.children[3].value
     assert box.player.session is None
+
+
+def test_a_reminder_over_the_budget_is_a_message(tiny):
+    from workbench.viz.live import agent_player
+
+    path, _ = tiny
+    p = agent_player(path, memory="traj", dtype="float32", background=False)
+    box = next(c for c in p._controls if getattr(c, "kind", None) == "reminder")
+    box.value = "go to the fridge now. " * 200
+    assert "live-error" in p.rescored.value and "over the budget of 512" in p.rescored.value
+    box.value = "Open the fridge before you look inside."
+    assert p.last_rescore is not None and "ReplaceReminder" in p.rescored.value

@@ -149,6 +149,7 @@ def test_the_live_widgets_in_jupyterlab(lab):
             fb.locator("select").first.select_option(label="oscillation")
             fb.locator(".failure-episode").first.click()
             _wait_text(page, ".workbench-failure-browser .live-status", f"step {f.step} of", timeout=240_000)
+            _wait_text(page, ".workbench-failure-browser .failure-note", "opened at step", timeout=120_000)
             assert f.task_id in _text(page, ".workbench-failure-browser .live-status")
             fb.screenshot(path=str(shots / "live-failure-browser.png"))
         finally:

@@ -38,6 +38,7 @@ from workbench.prompts.working_memory import WMPiece
 __all__ = [
     "BANDS",
     "PLACEBO_TEXT",
+    "REMINDER_MAX_O200K",
     "ClearMemory",
     "DropBank",
     "DropItem",
@@ -300,16 +301,28 @@ class MaskSegments(Edit):
 
 # -- the reminder and the whole block ---------------------------------------------------------------------------
 
+#: The longest reminder ReplaceReminder shows, in o200k tokens (ours: above the longest the committed proactive runs
+#: showed, 470 model tokens, the passive variant's whole bank).
+REMINDER_MAX_O200K = 512
+
+
 @dataclass(frozen=True)
 class ReplaceReminder(Edit):
-    """Show another reminder line (its label kept); where the state had none, add this one."""
+    """Show another reminder line (its label kept); where the state had none, add this one. At most
+    ``REMINDER_MAX_O200K`` o200k tokens."""
 
     text: str
     stage: ClassVar[str] = "block"
 
     def edit_block(self, block: MemoryBlock, task: Task) -> MemoryBlock:
+        from workbench.memory.tokens import count_o200k
+
         if not self.text.strip():
             raise EditError(f"{self!r}: an empty reminder; use RemoveReminder")
+        n = count_o200k(self.text)
+        if n > REMINDER_MAX_O200K:
+            raise EditError(f"ReplaceReminder: the reminder is {n} o200k tokens, over the budget of "
+                            f"{REMINDER_MAX_O200K}; shorten it")
         return replace(block, reminder=self.text)
 
 

@@ -8,8 +8,10 @@
     r.roll_back()           # the entry's previous content again, as a new version in the copy's history
 
 It is :meth:`Refiner.steps <workbench.methods.agmr.refine.Refiner.steps>` (Algorithm 1 as it happens) with the
-commit left to the user: every execution is appended to the copy's ``refine/executions.jsonl``, every verdict's
-record to ``refine/log.jsonl``, every accepted edit to its history with ``workbench refine``'s provenance, so the
+commit left to the user: every execution is appended to the copy's ``refine/executions.jsonl``, a verdict with
+nothing to commit (discarded, rolled back, no edit) and an accepted one to ``refine/log.jsonl`` (a verified edit
+not accepted is not logged: its task is played again at the next :meth:`begin`), every accepted edit to its
+history with ``workbench refine``'s provenance, so the
 copy is a refine folder that ``refinement_explorer``, ``workbench refine`` (resuming) and the readers open. The
 copy is never the base it was cloned from nor the default base. :meth:`stop` (from another thread: a widget's Stop
 button) interrupts an execution at its next step; a kernel interrupt does the same. Either way nothing was
@@ -41,6 +43,9 @@ from workbench.models import load_model
 from workbench.models.registry import DEFAULT_AGENT
 
 __all__ = ["Interrupted", "LiveRefinement"]
+
+
+_OPEN: dict[Path, "LiveRefinement"] = {}  # the LiveRefinement that owns each working copy in this process
 
 
 class Interrupted(RuntimeError):
@@ -79,7 +84,8 @@ class LiveRefinement:
         source: the base refined (a folder); None: the default memory base.
         config: the refinement's parameters (split, K, retriever, backend, ...); ``model``/``dtype``/``source``
             are taken from the arguments.
-        on_progress: called with a short text as each execution plays (``"execution 1: step 7"``).
+        on_progress: called with a short text as each execution plays (``"execution 0: step 7"``: the first
+            execution is 0, as its id ``<task>#0``).
 
     Raises:
         ValueError: ``copy`` is the source or the default base, or holds a refinement with other parameters.
@@ -105,6 +111,12 @@ class LiveRefinement:
         self._n = 0
         with folder_lock(self.copy, "live AGMR (a kernel's LiveRefinement)"):
             self.base, _ = prepare(self.copy, self.config)
+        old = _OPEN.get(self.copy.resolve())
+        if old is not None and old is not self:
+            old._closed = True  # its task (if any) is dropped by this prepare: it must not write on
+        _OPEN[self.copy.resolve()] = self
+        self._closed = False
+        self._rolled_back: set[str] = set()
         self.agent = Agent.from_model(self.lm, record_admissible=True)  # the offline reflector replays states
         self.env = _StoppableEnv(ALFWorldEnv(max_steps=self.config.max_steps), self._stop, self._progress)
         self._steps = None
@@ -140,6 +152,7 @@ class LiveRefinement:
         """
         from workbench.live.session import SessionError, find_task
 
+        self._check_open()
         task = task if isinstance(task, Task) else find_task(task, (self.config.split,))
         done = {r.task_id: r for r in load_log(self.copy)}
         if task.task_id in done:
@@ -165,6 +178,7 @@ class LiveRefinement:
         """
         from workbench.live.session import SessionError
 
+        self._check_open()
         if self._steps is None:
             raise SessionError("no refinement task under way: begin(task) first" if self.verdict is None else
                                f"the verdict on {self.task.task_id} is in: accept() it or begin another task")
@@ -213,6 +227,7 @@ class LiveRefinement:
         """
         from workbench.live.session import SessionError
 
+        self._check_open()
         v = self.verdict
         if v is None or v.commit is None:
             raise SessionError("no verified edit to accept" + ("" if v is None else
@@ -225,26 +240,44 @@ class LiveRefinement:
         return self.record
 
     def roll_back(self, entry_id: str | None = None) -> MemoryEntry:
-        """Make the previous version of ``entry_id`` (default: the entry this task refined) current again in the
-        copy, as a new version (the history stays a log).
+        """Undo the edit this task committed (:meth:`accept`): its entry's content before it becomes current again,
+        as a new version (the history stays a log); once. ``entry_id``: roll that entry back one version instead.
 
         Raises:
-            SessionError: the entry has no earlier version in the copy.
+            SessionError: nothing of this task was accepted (or it was rolled back already), or the entry has no
+                earlier version in the copy.
         """
         from workbench.live.session import SessionError
 
-        entry_id = entry_id or (self.record.entry_id if self.record else self.first.entry.entry_id if self.first
-                                else None)
+        self._check_open()
         if entry_id is None:
-            raise SessionError("nothing to roll back: no entry refined yet")
-        current = self.base.get(entry_id)
-        earlier = [h.version for h in self.base.history(entry_id) if h.version < current.version]
-        if not earlier:
-            raise SessionError(f"{entry_id} has no earlier version in {self.copy}")
+            rec = self.record
+            if rec is None or rec.outcome != "committed":
+                raise SessionError("nothing to roll back: this task committed no edit" + (
+                    f" (its verdict: {rec.outcome})" if rec is not None else ""))
+            if rec.entry_id in self._rolled_back:
+                raise SessionError(f"{rec.entry_id}: this task's edit was rolled back already")
+            entry_id, version = rec.entry_id, rec.base_version
+        else:
+            current = self.base.get(entry_id)
+            earlier = [h.version for h in self.base.history(entry_id) if h.version < current.version]
+            if not earlier:
+                raise SessionError(f"{entry_id} has no earlier version in {self.copy}")
+            version = max(earlier)
         with folder_lock(self.copy, "live AGMR (a kernel's LiveRefinement)"):
-            return self.base.rollback(entry_id, max(earlier), reason="rolled back in a live session",
-                                      provenance={"method": "agmr-live", "refinement_task":
-                                                  self.task.task_id if self.task else None})
+            out = self.base.rollback(entry_id, version, reason="rolled back in a live session",
+                                     provenance={"method": "agmr-live", "refinement_task":
+                                                 self.task.task_id if self.task else None, "to_version": version})
+        if self.record is not None and entry_id == self.record.entry_id:
+            self._rolled_back.add(entry_id)
+        return out
+
+    def _check_open(self) -> None:
+        from workbench.live.session import SessionError
+
+        if self._closed:
+            raise SessionError(f"{self.copy}: another LiveRefinement opened this working copy since (its cell ran "
+                               "again?); use that one")
 
     @property
     def source(self) -> MemoryBase:

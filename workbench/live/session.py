@@ -157,9 +157,10 @@ class Session:
         re-score runs the edited prompt alone, reusing that cache up to the first edited token (a live re-score
         costs the edited tail, not two whole prompts): every re-score of one state starts from the same cached
         prefix and the same factual distribution, so asking twice gives the same numbers, which agree with an
-        empty-cache forward to the dtype's rounding. ``exact=True`` scores both prompts from an empty cache, as the causal studies do (their
-        numbers bit for bit); a head mask (its effect would sit in the cached prefix) and an instrument other than a
-        read-only capture always take that path.
+        empty-cache forward to the dtype's rounding. ``exact=True`` scores both prompts from an empty cache, as the
+        causal studies do (their numbers bit for bit); a head mask (its effect would sit in the cached prefix) and
+        any ``instruments`` (they watch both forwards whole) always take that path. Not thread-safe: one call at
+        a time per session (the widgets take turns).
 
         Raises:
             EditError: an edit names an item, bank, segment or head the state does not hold; nothing was scored and
@@ -168,8 +169,7 @@ class Session:
         from workbench.agents.rescore import apply_edits
 
         state, edits = self.state, list(edits)
-        if exact or any(e.stage == "forward" for e in edits if isinstance(e, Edit)) or any(
-                not isinstance(i, CaptureInstrument) for i in instruments):
+        if exact or instruments or any(e.stage == "forward" for e in edits if isinstance(e, Edit)):
             return rescore(self._scorer_agent, state, edits, instruments)
         apply_edits(self._scorer_agent, state, edits)  # refuse a bad edit before any forward or cache change
         scorer = self._scorer_agent.scorer
@@ -246,7 +246,7 @@ class Session:
         from workbench.agents.edits import EditError
         from workbench.agents.rescore import apply_edits
 
-        edits = tuple(edits)
+        edits = self.edits + tuple(edits)  # a fork of a fork keeps the first fork's edits
         if any(e.stage == "forward" for e in edits):
             raise EditError("a fork changes the memory the agent reads; a head mask is a re-score (Session.rescore)")
         if not self.done:
@@ -338,7 +338,8 @@ class Session:
 def replay_parity(folder: str, states: int = 50, model: Any = None) -> dict:
     """Does a live session reproduce a recorded run? ``Session.from_run(folder, task).replay()`` over the folder's
     episodes in file order until ``states`` decisions: the recorded actions are played, the agent scores each state
-    as it goes (as the run did, its cache reused from step to step).
+    as it goes (as the run did, its cache reused from step to step). ``model``: a loaded model, used when it is
+    the run's model in the run's dtype (else the run's is loaded).
 
     Returns:
         folder, model, dtype, the CPU that played the run (when recorded) and this one, ``states``,
@@ -352,7 +353,8 @@ def replay_parity(folder: str, states: int = 50, model: Any = None) -> dict:
     from workbench.provenance import versions
 
     cfg = read_config(folder).run
-    lm = model or load_model(cfg.model, dtype=cfg.dtype)
+    same = model is not None and (model.name, model.dtype) == (cfg.model, cfg.dtype)
+    lm = model if same else load_model(cfg.model, dtype=cfg.dtype)  # the run's model, whatever was given
     rows: list[dict] = []
     t0 = time.time()
     for ep in read_episodes(folder):

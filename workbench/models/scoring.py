@@ -127,8 +127,8 @@ class ActionScorer:
         self._cached: list[int] = []
 
     def snapshot(self) -> tuple[Any, tuple[int, ...]]:
-        """A copy of the cached prefix (its KV and its tokens), for :meth:`restore`: a live session keeps one per
-        state it looks at, so every re-score of that state starts from the same cache."""
+        """A copy of the cached prefix (its KV and its tokens), for :meth:`restore`: a live session keeps
+        the one of the state it looks at, so every re-score of that state starts from the same cache."""
         import copy
 
         return copy.deepcopy(self._cache), tuple(self._cached)

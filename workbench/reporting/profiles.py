@@ -13,9 +13,11 @@ __all__ = ["PROFILES", "notebook_parameters"]
 
 TRAINED = DEFAULT_AGENT  # the notebooks follow the default agent (v2 since 2026-12-04)
 FULL_MODELS = ["smollm2-135m-instruct", TRAINED]
-# the committed paper-scale runs of the default agent that 07 replays live (MemArbiter, proactive, Traj)
+# the committed paper-scale runs of the default agent that 07 replays live (MemArbiter, proactive, Traj; bf16) and
+# agent v1's float32 Traj run
 LIVE_PARITY_RUNS = [f"../runs/full-bfloat16/{nb}/{TRAINED}/{cond}" for nb, cond in (
-    ("05_arbiter", "arbiter-500"), ("06_proactive", "proactive"), ("01_baselines", "traj"))]
+    ("05_arbiter", "arbiter-500"), ("06_proactive", "proactive"), ("01_baselines", "traj"))] + [
+    "../runs/full/01_baselines/smollm2-135m-alfworld/traj"]  # agent v1 in float32: a replay must be exact
 
 PROFILES: dict[str, dict[str, dict]] = {
     "smoke": {
@@ -60,10 +62,10 @@ PROFILES: dict[str, dict[str, dict]] = {
         "06_proactive": {"tasks": "0:134:67", "max_steps": 50, "workers": 2, "attention_tasks": "0:1",
                          "verbatim_tasks": None, "warning_tasks": "0:134:67"},
         # the player 6 decisions in, one live AGMR attempt at the full step limit (a failure, then a verified edit:
-        # about a minute), the replay parity of the three committed paper-scale runs of the default agent at 50
-        # states each (about 2 min)
+        # about a minute), the replay parity of the committed runs at 20 states each (about a minute; 50 under
+        # PROFILE=full): about 2 min in all
         "07_live": {"steps": 6, "agmr_max_steps": 50, "agmr_attempts": 1, "parity_runs": LIVE_PARITY_RUNS,
-                    "parity_states": 50},
+                    "parity_states": 20},
     },
     "full": {
         # Episodes and teacher forcing of all conditions as one job list over two worker processes (one per core;

@@ -167,11 +167,17 @@ def _c_html(columns: list[tuple[int, dict]]) -> str:
 
 
 def _c_column(spans: Sequence[dict]) -> dict:
+    """One column of C from a step's span rows: the mass on each memory segment (its thought and action tokens,
+    observations excluded, as AGMR's C) or working-memory item; history steps are not memory."""
     col: dict = {}
     for r in spans:
-        key = f"s{r['segment']}" if r["segment"] is not None else r["item"]
-        if key is not None and r["kind"] not in ("memory_header",):
-            col[key] = col.get(key, 0.0) + r["mass"]
+        if r["segment"] is not None and r["kind"] in ("thought", "action"):
+            key = f"s{r['segment']}"
+        elif r["item"] is not None:
+            key = r["item"]
+        else:
+            continue
+        col[key] = col.get(key, 0.0) + r["mass"]
     return col
 
 
@@ -179,8 +185,13 @@ def _err(e: BaseException) -> str:
     return f"<span class='live-error' style='color:#b00'>{escape(type(e).__name__)}: {escape(str(e))}</span>"
 
 
+_ACTION = threading.Lock()  # one action at a time in this kernel, whichever widget starts it: they share the models
+
+
 class _Worker:
-    """One long action at a time in a thread, with a stop flag and the buttons it disables while it runs."""
+    """Runs a widget's actions, in a thread (``background``) or the caller's, with a stop flag and the buttons it
+    disables meanwhile. One action at a time in the kernel, whichever widget started it: the widgets share a loaded
+    model, whose hooks (captures, head masks) would reach another thread's forward."""
 
     def __init__(self, buttons: Sequence[Any], status: Any) -> None:
         self.buttons, self.status = buttons, status
@@ -189,11 +200,13 @@ class _Worker:
 
     @property
     def busy(self) -> bool:
-        return self.thread is not None and self.thread.is_alive()
+        """An action is under way in this kernel (this widget's or another's)."""
+        return _ACTION.locked()
 
     def start(self, fn: Callable[[], None], background: bool = True) -> None:
-        if self.busy:
-            self.status.value = "<i>busy: wait, or press Stop</i>"
+        if not _ACTION.acquire(blocking=False):
+            self.status.value = ("<i>busy: an action is under way (in this widget or another); wait, or press its "
+                                 "Stop</i>")
             return
         self.stop.clear()
 
@@ -207,10 +220,15 @@ class _Worker:
             finally:
                 for b in self.buttons:
                     b.disabled = False
+                _ACTION.release()
 
         if background:
-            self.thread = threading.Thread(target=body, daemon=True)
-            self.thread.start()
+            try:
+                self.thread = threading.Thread(target=body, daemon=True)
+                self.thread.start()
+            except BaseException:
+                _ACTION.release()
+                raise
         else:
             body()
 
@@ -308,8 +326,15 @@ class AgentPlayer:
         self.open(Session(lm, self.tasks[self.task.value], self.memory.value, options=options, heads=self.heads))
 
     def open(self, session: Any, note: str = "") -> None:
-        """Show ``session`` (a new one, a fork, a replayed run) in the player."""
+        """Show ``session`` (a new one, a fork, a replayed run) in the player, its pickers set to it."""
         self.session, self.columns, self.last_rescore = session, [], None
+        t = session.task
+        if t.task_id in self.tasks:
+            self.task_type.value = t.task_type
+            self._fill_tasks(t.task_id)
+        if session._config["memory"] in self.memory.options:
+            self.memory.value = session._config["memory"]
+        self.options.value = json.dumps(session._config["options"])
         for p in session.played:
             self._add_column(p.step)
         self.rescored.value = self.panel_msg.value = ""
@@ -408,7 +433,7 @@ class AgentPlayer:
             cb = w.Checkbox(value=False, description=f"mask segment s{seg}", indent=False)
             cb.segment, cb.kind = seg, "segment"
             rows.append(cb)
-        reminder = w.Textarea(value=block.reminder or "", description="reminder",
+        reminder = w.Textarea(value=block.reminder or "", description="reminder", continuous_update=False,
                               layout=w.Layout(width="640px", height="48px"))
         reminder.kind = "reminder"
         rows.append(reminder)
@@ -417,7 +442,7 @@ class AgentPlayer:
                 cb = w.Checkbox(value=False, description=label, indent=False)
                 cb.kind = kind
                 rows.append(cb)
-        heads = w.Text(value="", description="mask heads", placeholder="L20.H3, L24.H8",
+        heads = w.Text(value="", description="mask heads", placeholder="L20.H3, L24.H8", continuous_update=False,
                        layout=w.Layout(width="400px"))
         heads.kind = "heads"
         rows.append(heads)
@@ -641,8 +666,10 @@ def live_agmr(model: str | None = None, copy: str | Path = "runs/live/agmr-copy"
 def failure_browser(run: str | Path, refine: str | Path | None = None, player: AgentPlayer | None = None,
                     model: Any = None, limit: int = 60, background: bool = True):
     """A run's episodes filtered by what went wrong (A,B,A,B oscillation, loop to the step limit, put back, failed
-    command; and, with ``refine`` (a refinement folder on the same tasks), attended-but-wrong / missed / distracted
-    at their critical step); a click replays that episode to that step in the player.
+    command; and, with ``refine`` (a refinement folder), attended-but-wrong / missed / distracted at their critical
+    step, for the episodes that played what the refinement's first execution played up to it: the same split and
+    memory, e.g. a Traj run on the refinement's split); a click replays that episode to that step in the player
+    (whose Stop ends the replay).
 
     Args:
         run: a run folder.
@@ -658,12 +685,18 @@ def failure_browser(run: str | Path, refine: str | Path | None = None, player: A
     from workbench.eval.run_folder import read_config, read_episodes
 
     cfg = read_config(run).run
-    findings = [f for t in read_episodes(run) for f in failure_findings(t, cfg.max_steps)]
+    episodes = {t.task_id: t for t in read_episodes(run)}
+    findings = [f for t in episodes.values() for f in failure_findings(t, cfg.max_steps)]
     if refine is not None:
-        from workbench.methods.agmr.refine_folder import load_log
+        from workbench.methods.agmr.refine_folder import load_executions, load_log
 
-        have = {f.task_id for f in findings} | {t.task_id for t in read_episodes(run)}
-        findings += [f for f in diagnosed_failures(load_log(refine)) if f.task_id in have]
+        # a diagnosis is of the refinement's first execution (the task played with m*): shown at this run's
+        # episode only where that episode played the same actions up to the critical step
+        first = {e.task_id: e.trajectory.actions() for e in load_executions(refine) if e.id.endswith("#0")}
+        for f in diagnosed_failures(load_log(refine)):
+            ep = episodes.get(f.task_id)
+            if ep is not None and first.get(f.task_id, [])[:f.step + 1] == ep.actions()[:f.step + 1]:
+                findings.append(f)
     modes = sorted({f.mode for f in findings})
     if not modes:
         raise ValueError(f"{run}: no episode shows a failure mode the browser knows")
@@ -672,7 +705,8 @@ def failure_browser(run: str | Path, refine: str | Path | None = None, player: A
     note.add_class("failure-note")
     player = player or AgentPlayer(cfg.model, dtype=cfg.dtype, memory=cfg.memory, split=cfg.split,
                                    background=background)
-    worker = _Worker([], note)
+    worker = _Worker([player.load_btn, player.step_btn, player.run_btn, player.fork_btn], note)
+    worker.stop = player.worker.stop  # the player's Stop ends a replay too
 
     def open_at(f):
         from workbench.live import Session
