@@ -67,6 +67,19 @@ def _past_keys(cache: Any, layer: int) -> Tensor:
     return cache.key_cache[layer]
 
 
+def _layer_windows(lm: LoadedModel) -> dict[int, int]:
+    """layer -> its sliding window, for the layers that have one (the scorer's masks use the same rule)."""
+    from workbench.models.scoring import sliding_windows
+
+    windows = sliding_windows(lm.hf_model.config)
+    if windows is None:
+        return {}
+    if isinstance(windows, int):
+        return dict.fromkeys(range(lm.n_layers), windows)
+    kinds = list(lm.hf_model.config.layer_types)
+    return {layer: windows[kind] for layer, kind in enumerate(kinds) if windows.get(kind) is not None}
+
+
 def _to_tl_layout(x: Tensor, n_heads: int, min_pos: int, what: str) -> Tensor:
     """``[batch, pos, head, d_head]`` whichever layout the hook point hands out (the bridge converts to TL's).
 
@@ -118,19 +131,34 @@ class AttentionCapture:
         self.heads.validate(self.n_layers, self.n_heads)
         self.scorer = scorer
         self.keep_steps = keep_steps
+        self._windows = _layer_windows(lm)
+        self._softcap = {layer: self._layer_softcap(layer) for layer in self.heads.layers}
+        # fused-QKV bridges (Phi-3, GPT-NeoX) rebuild attention themselves and fire no rotary hooks: there the row
+        # is read from the scores they hand out (hook_attn_scores, already scaled and masked)
+        self._from_scores = {layer: "JointQKV" in type(lm.bridge.blocks[layer].attn).__name__
+                             for layer in self.heads.layers}
         self._scaling = {layer: self._layer_scaling(layer) for layer in self.heads.layers}
         self._by_layer = {layer: self.heads.in_layer(layer) for layer in self.heads.layers}
         self.reset()
 
     def _layer_scaling(self, layer: int) -> float:
         hf_attn = getattr(self.lm.bridge.blocks[layer].attn, "original_component", None)
-        for unsupported in ("attn_logit_softcapping", "sinks", "sliding_window"):
-            if getattr(hf_attn, unsupported, None) is not None:
-                raise NotImplementedError(
-                    f"layer {layer} uses {unsupported}; the q.K row capture reproduces plain causal softmax "
-                    "attention only (read hook_pattern for this architecture)"
-                )
+        if getattr(hf_attn, "sinks", None) is not None:
+            raise NotImplementedError(
+                f"layer {layer} uses attention sinks (a learnt extra logit per head); the capture reproduces causal "
+                "softmax attention with soft-capping and sliding windows, not sinks (read hook_pattern for this "
+                "architecture)"
+            )
+        if self._from_scores[layer]:
+            return 1.0  # hook_attn_scores are scaled already
         return float(getattr(hf_attn, "scaling", self.lm.d_head**-0.5))
+
+    def _layer_softcap(self, layer: int) -> float | None:
+        hf_attn = getattr(self.lm.bridge.blocks[layer].attn, "original_component", None)
+        cap = getattr(hf_attn, "attn_logit_softcapping", None)
+        if cap is None:
+            cap = getattr(self.lm.hf_model.config, "attn_logit_softcapping", None)
+        return float(cap) if cap else None
 
     def reset(self) -> None:
         """Forget all captured steps (a new episode)."""
@@ -142,9 +170,41 @@ class AttentionCapture:
         """TransformerLens ``(hook_name, fn)`` pairs for ``scorer.score(hooks=...)``."""
         out: list[tuple[str, Callable]] = []
         for layer in self.heads.layers:
+            if self._from_scores[layer]:
+                out.append((f"blocks.{layer}.attn.hook_attn_scores", self._scores_hook(layer)))
+                continue
             out.append((f"blocks.{layer}.attn.hook_rot_q", self._query_hook(layer)))
             out.append((f"blocks.{layer}.attn.hook_rot_k", self._key_hook(layer)))
         return out
+
+    def _row(self, layer: int, scores: Tensor) -> Tensor:
+        """q_t's attention over the prompt from its raw q.K scores [head, key_pos] (fp32): scaled, soft-capped,
+        windowed, softmaxed -- what the layer's eager attention does."""
+        lay = self._layout
+        scores = scores * self._scaling[layer]
+        cap = self._softcap[layer]
+        if cap is not None:
+            scores = torch.tanh(scores / cap) * cap
+        window = self._windows.get(layer)
+        if window is not None:  # q_t sits at position prompt_len - 1; keys 0..prompt_len-1
+            q_pos = lay.prompt_len - 1
+            scores[:, : max(0, q_pos - window + 1)] = float("-inf")
+        return torch.softmax(scores, dim=-1)
+
+    def _scores_hook(self, layer: int) -> Callable:
+        def hook(attn_scores: Tensor, hook: Any) -> None:
+            lay = self._layout
+            if lay is None:
+                raise RuntimeError("AttentionCapture hooks ran without on_layout: pass on_layout=capture.on_layout")
+            rows, head_indices = self._by_layer[layer]
+            # [batch, head, query_pos, key_pos], the cached keys first: q_t's row over the prompt's keys
+            row = attn_scores[0, head_indices, lay.query_index, : lay.prompt_len].float()
+            self._pending_rows[rows] = torch.softmax(row, dim=-1)
+            self._pending_layers.discard(layer)
+            if not self._pending_layers:
+                self._finish()
+
+        return hook
 
     def on_layout(self, layout: ForwardLayout) -> None:
         """Called by the scorer before its forward: where q_t sits and which keys it may see."""
@@ -154,7 +214,8 @@ class AttentionCapture:
                 "read the cached keys"
             )
         self._layout = layout
-        self._past = self._scorer_cache() if layout.n_cached > 0 else None
+        needs_past = layout.n_cached > 0 and not all(self._from_scores.values())
+        self._past = self._scorer_cache() if needs_past else None
         # q_t's row for every selected head, filled layer by layer during the forward.
         device = next(self.lm.hf_model.parameters()).device
         self._pending_rows: Float[Tensor, "n_selected key_pos"] = torch.zeros(
@@ -208,7 +269,7 @@ class AttentionCapture:
                     scores[sel, : lay.n_cached] = q[sel] @ past[0, kv].float().T
                 # Only this forward's keys up to q_t itself: candidates packed after it are masked for q_t.
                 scores[sel, lay.n_cached :] = q[sel] @ k_new[0, : lay.query_index + 1, kv, :].float().T
-            self._pending_rows[rows] = torch.softmax(scores * self._scaling[layer], dim=-1)
+            self._pending_rows[rows] = self._row(layer, scores)
             self._pending_layers.discard(layer)
             if not self._pending_layers:
                 self._finish()

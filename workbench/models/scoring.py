@@ -23,10 +23,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
+from transformers import DynamicCache
 
 from workbench.models.loading import LoadedModel
 
-__all__ = ["ForwardLayout", "ScoreResult", "ActionScorer", "common_prefix_len"]
+__all__ = ["ForwardLayout", "ScoreResult", "ActionScorer", "common_prefix_len", "sliding_windows"]
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,20 @@ def _trie(cands: list[list[int]]) -> tuple[list[int], list[int], list[int], list
     return tok, parent, depth, paths
 
 
+def sliding_windows(config: Any) -> int | dict[str, int | None] | None:
+    """Where a model's attention is a sliding window: None (every layer full), one window for every layer
+    (Mistral, Phi-3 with ``sliding_window`` set), or per layer type (Gemma 2/3, Qwen2 with sliding layers)."""
+    window = getattr(config, "sliding_window", None)
+    if not window or getattr(config, "use_sliding_window", True) is False:
+        return None
+    kinds = set(getattr(config, "layer_types", None) or ())
+    if not kinds:
+        return int(window)
+    if "sliding_attention" not in kinds:
+        return None
+    return {kind: (int(window) if kind == "sliding_attention" else None) for kind in kinds}
+
+
 def common_prefix_len(a: list[int], b: list[int]) -> int:
     """How many leading tokens ``a`` and ``b`` share (the cached prefix a new prompt can reuse)."""
     n = 0
@@ -119,6 +134,7 @@ class ActionScorer:
             self._end_ids = [tok.convert_tokens_to_ids(end_token)]
         elif tok.eos_token_id is not None:
             self._end_ids = [tok.eos_token_id]
+        self._windows = sliding_windows(lm.hf_model.config)
         self.reset()
 
     def reset(self) -> None:
@@ -208,15 +224,18 @@ class ActionScorer:
         param = next(self.lm.hf_model.parameters())
         device = param.device
         mask_dtype = param.dtype if param.is_floating_point() else torch.float32  # quantized: fp32 compute
-        mask = self._mask(n_cached, len(new), node_parent, dtype=mask_dtype)
+        mask = self._masks(n_cached, len(new), node_parent, mask_dtype, pos)
+        mask = {k: m.to(device) for k, m in mask.items()} if isinstance(mask, dict) else mask.to(device)
         if on_layout is not None:
             on_layout(layout)
         bridge = self.lm.bridge
         first = len(new) - 1  # q_t: the first query whose logits matter (it predicts each candidate's first token)
         kwargs = dict(
             return_type="logits_and_cache",
-            past_key_values=self._cache,
-            attention_mask=mask.to(device),
+            # every layer keeps every key: a sliding-window layer's own cache drops those outside its window and
+            # cannot be cropped back to the prefix; the window is in the mask instead
+            past_key_values=self._cache if self._cache is not None else DynamicCache(),
+            attention_mask=mask,
             position_ids=torch.tensor([pos], device=device),
             # only q_t and the trie nodes are read: the unembedding (and the log-softmax) of the new prefix tokens
             # would be ~15 % of a full-prompt forward for nothing; the rows kept are bit-identical to a full one
@@ -244,12 +263,17 @@ class ActionScorer:
         return ScoreResult(scores=tuple(scores), best=best, layout=layout, reused_tokens=n_cached)
 
     @staticmethod
-    def _mask(n_cached: int, n_new: int, node_parent: list[int], dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    def _mask(n_cached: int, n_new: int, node_parent: list[int], dtype: torch.dtype = torch.float32,
+              window: int | None = None, positions: list[int] | None = None) -> torch.Tensor:
         """Additive 4-D mask [1, 1, query, key]: causal over prefix+suffix; a trie node sees its ancestors.
 
         Built in the model's dtype with that dtype's min (as transformers does): the bridge casts the mask to
         the attention scores' dtype, and float32's min overflows to -inf in bfloat16 / float16, which makes a
         fully masked row NaN and puts -inf into every hook that reads the scores.
+
+        ``window``: a sliding-window layer's span: a query at position p also sees only keys at positions
+        > p - window (transformers' sliding mask), with ``positions`` the queries' position ids (a trie node's is
+        its depth after the prompt, not its place in the packed sequence; cached keys sit at 0..n_cached-1).
         """
         neg = torch.finfo(dtype).min
         n_nodes = len(node_parent)
@@ -262,9 +286,24 @@ class ActionScorer:
                 allowed[n_new + i, n_new:] = allowed[n_new + parent, n_new:]
             allowed[n_new + i, n_new + i] = True
         full = torch.cat([torch.ones(n_q, n_cached, dtype=torch.bool), allowed], dim=1)
+        if window is not None:
+            pos = torch.tensor(positions if positions is not None else range(n_cached, n_cached + n_q))
+            key_pos = torch.cat([torch.arange(n_cached), pos])
+            full &= key_pos[None, :] > pos[:, None] - window
         mask = torch.zeros(n_q, n_cached + n_q, dtype=dtype)
         mask.masked_fill_(~full, neg)
         return mask[None, None]
+
+    def _masks(self, n_cached: int, n_new: int, node_parent: list[int], dtype: torch.dtype, positions: list[int]):
+        """The mask the forward takes: one 4-D mask, or, for a model that mixes full and sliding-window layers, one
+        per layer type (``{"full_attention": ..., "sliding_attention": ...}``, as transformers' own forward makes)."""
+        windows = self._windows
+        if windows is None:
+            return self._mask(n_cached, n_new, node_parent, dtype)
+        if isinstance(windows, int):
+            return self._mask(n_cached, n_new, node_parent, dtype, window=windows, positions=positions)
+        return {kind: self._mask(n_cached, n_new, node_parent, dtype, window=w, positions=positions)
+                for kind, w in windows.items()}
 
     @staticmethod
     def normalise(scores: tuple[float, ...]) -> list[float]:
