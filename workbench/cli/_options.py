@@ -35,11 +35,12 @@ from workbench.attention.head_set import check_heads
 from workbench.eval.config import DTYPES
 from workbench.llm.registry import list_backends
 from workbench.memory.retrieval import list_retrievers
+from workbench.models.device import DEVICE_HELP
 from workbench.models.registry import DEFAULT_AGENT
 
 __all__ = ["EPISODE_TASKS", "TF_TASKS", "SUPERVISION_TASKS", "ALL_TASKS", "MODEL_HELP", "SCORES_FILE", "out_dir",
            "names_file", "out_file",
-           "add_out", "add_tasks", "add_model", "add_dtype", "add_decode", "add_retriever", "add_backend",
+           "add_out", "add_tasks", "add_model", "add_dtype", "add_device", "add_decode", "add_retriever", "add_backend",
            "add_executor", "add_progress", "add_heads", "add_head_experiment", "scores_file", "parse_heads",
            "heads_or_top_k", "print_summary"]
 
@@ -139,6 +140,11 @@ def add_dtype(p: argparse.ArgumentParser, default: str | None = "float32",
                    f"{help} (default: {default})")
 
 
+def add_device(p: argparse.ArgumentParser) -> None:
+    """``--device``: where this command's models run (checked before anything is loaded or written)."""
+    p.add_argument("--device", default=None, help=DEVICE_HELP)
+
+
 def add_decode(p: argparse.ArgumentParser, help: str) -> None:
     p.add_argument("--decode", default="score", choices=DECODES, help=help)
 
@@ -161,6 +167,10 @@ def add_executor(p: argparse.ArgumentParser) -> None:
                    "loaded model each; a local Ray instance, started and stopped here, unless --ray-address)")
     p.add_argument("--ray-address", help="run the workers on this existing Ray cluster (HOST:PORT or auto); "
                    "with --workers N, N of them (default: one per cluster CPU)")
+    p.add_argument("--gpus-per-worker", type=float, default=None, metavar="N",
+                   help="GPUs each Ray worker reserves (1: one 7-8B model per GPU; 0.5: two small ones); the workers "
+                   "then load models on cuda")
+    add_device(p)
 
 
 def add_progress(p: argparse.ArgumentParser) -> None:
@@ -247,6 +257,7 @@ def add_head_experiment(p: argparse.ArgumentParser, heads_help: str) -> None:
     """The options ``heads ablate`` and ``utilization`` share: the model, its tasks, and which heads."""
     add_model(p)
     add_dtype(p)
+    add_device(p)
     p.add_argument("--split", default="valid_unseen")
     add_tasks(p, TF_TASKS, "the teacher-forced tasks")
     p.add_argument("--episode-tasks", default="", metavar="SLICE",

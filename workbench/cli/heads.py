@@ -11,6 +11,7 @@ from workbench.attention.heads import require_registered_name
 from workbench.cli._options import (
     SCORES_FILE,
     SUPERVISION_TASKS,
+    add_device,
     add_dtype,
     add_head_experiment,
     add_model,
@@ -110,6 +111,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     sc = hs.add_parser("score", help="build the retrieval supervision set of a split and score every head")
     add_model(sc)
     add_dtype(sc)
+    add_device(sc)
     sc.add_argument("--split", default="valid_seen")
     add_tasks(sc, SUPERVISION_TASKS, "the tasks the supervision set is built from")
     sc.add_argument("--supervision", help="score this supervision JSONL instead of building one")

@@ -9,6 +9,7 @@ import json
 from workbench.cli._options import (
     ALL_TASKS,
     add_backend,
+    add_device,
     add_dtype,
     add_heads,
     add_model,
@@ -64,6 +65,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     rf.add_argument("--weak-rule", default="relative", help="relative | global_capped | global (appendix E.2)")
     add_model(rf)
     add_dtype(rf)
+    add_device(rf)
     add_heads(rf, "retrieval heads", neither=" (neither --scores nor --heads: its committed retrieval heads)")
     add_retriever(rf)
     rf.add_argument("--max-steps", type=int, default=50)

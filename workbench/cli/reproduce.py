@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from workbench.cli._options import add_dtype, add_out
+from workbench.cli._options import add_device, add_dtype, add_out
 from workbench.reporting.profiles import PROFILES
 from workbench.reporting.reproduce import reproduce
 
@@ -40,6 +40,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     choices=sorted({name for notebooks in PROFILES.values() for name in notebooks}),
                     help="only these (default: every notebook of the profile)")
     add_dtype(rp, default=None, help="every notebook's model dtype (none given: the notebooks' own, float32)")
+    add_device(rp)
     rp.add_argument("--stall-minutes", type=float, default=20.0,
                     help="restart a render whose papermill, kernel and workers used no CPU this long (papermill's "
                          "lost-reply hang; every run resumes); 0: never (default: 20)")

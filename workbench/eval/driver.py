@@ -262,6 +262,23 @@ def _merged(a: BatchReport, b: BatchReport) -> BatchReport:
                        wall_s=round(a.wall_s + b.wall_s, 1))
 
 
+def _playing_device(lm, workers: int | None, ray_address: str | None) -> str:
+    """Where this batch's episodes are played: the given model's device, the Ray workers' GPUs, or the process
+    default (checked here, before any folder is written)."""
+    from workbench.eval.executor import default_gpus_per_worker
+    from workbench.models.device import resolve_device
+
+    gpus = default_gpus_per_worker()
+    if lm is not None:
+        return lm.device
+    if workers is None and ray_address is None:
+        if gpus:
+            raise ValueError("--gpus-per-worker reserves GPUs for Ray workers: add --workers N or --ray-address "
+                             "(in this process, --device cuda runs the model on a GPU)")
+        return resolve_device()
+    return "cuda" if gpus else resolve_device()
+
+
 def _drive_once(cfgs: list[RunConfig], resume: bool = False, progress: bool = True, lm=None,
                 workers: int | None = None, ray_address: str | None = None, executor: Executor | None = None,
                 on_result=None, desc: str | None = None, order: str = "configs",
@@ -285,9 +302,10 @@ def _drive_once(cfgs: list[RunConfig], resume: bool = False, progress: bool = Tr
                                  f"dtype='{c.dtype}'; load it with load_model(..., dtype='{c.dtype}')")
         models = {(lm.name, lm.dtype): lm}
     plans = [_plan(c, resume, frozenset((defer or {}).get(c.out, ()))) for c in cfgs]  # every check first
+    device = _playing_device(lm, workers, ray_address)
     for p in plans:
         if p.left or not (Path(p.cfg.out) / "config.json").exists():  # a resume with nothing to play records no
-            write_run_config(p.cfg)                                     # versions: none of its episodes are new
+            write_run_config(p.cfg, device)                             # versions: none of its episodes are new
         cut_torn_tail(Path(p.cfg.out) / "trajectories.jsonl")
         cut_torn_tail(Path(p.cfg.out) / PARTS_FILE)
     by_out = {p.cfg.out: p for p in plans}

@@ -26,8 +26,12 @@ from collections.abc import Iterator, Sequence
 from typing import Protocol
 
 from workbench.eval.jobs import Job, Worker
+from workbench.models.device import default_device
 
-__all__ = ["Executor", "InProcessExecutor", "RayExecutor", "JobError", "make_executor"]
+__all__ = ["GPUS_ENV", "Executor", "InProcessExecutor", "RayExecutor", "JobError", "default_gpus_per_worker",
+           "make_executor"]
+
+GPUS_ENV = "WORKBENCH_GPUS_PER_WORKER"
 
 
 class JobError(RuntimeError):
@@ -76,12 +80,14 @@ class RayExecutor:
         address: an existing cluster (``HOST:PORT``, ``auto``); None starts a local instance and stops it on
             ``close``.
         threads: torch threads per worker.
-        gpus_per_worker: GPUs each worker reserves (e.g. 1 for a 7-8B model per GPU); models then load on cuda.
+        gpus_per_worker: GPUs each worker reserves (e.g. 1 for a 7-8B model per GPU); models then load on cuda
+            (the GPU Ray gives the worker). None: ``--gpus-per-worker`` (``WORKBENCH_GPUS_PER_WORKER``), else 0.
         max_tries: how many workers a single job may see die before the batch stops.
+        device: where the workers load models when they reserve no GPU (None: this process's default device).
     """
 
     def __init__(self, workers: int | None = 2, address: str | None = None, threads: int = 1,
-                 gpus_per_worker: float = 0, max_tries: int = 3) -> None:
+                 gpus_per_worker: float | None = None, max_tries: int = 3, device: str | None = None) -> None:
         try:
             import ray
         except ImportError:  # pragma: no cover - ray is a dependency
@@ -109,7 +115,9 @@ class RayExecutor:
             workers = max(1, int(ray.cluster_resources().get("CPU", 1) // max(threads, 1)))
         self.n_workers = workers
         self.address = address
+        gpus_per_worker = default_gpus_per_worker() if gpus_per_worker is None else gpus_per_worker
         self.threads, self.gpus_per_worker, self.max_tries = threads, gpus_per_worker, max_tries
+        self.device = "cuda" if gpus_per_worker else (device or default_device())
         self._remote = ray.remote(Worker)
         self._actors: list = []
         self._pids: dict = {}  # actor -> pid ObjectRef (asked first, so it never waits behind a job)
@@ -122,7 +130,7 @@ class RayExecutor:
     def _spawn(self):
         device_kw = {"num_gpus": self.gpus_per_worker} if self.gpus_per_worker else {}
         actor = self._remote.options(num_cpus=self.threads, max_restarts=0, max_task_retries=0, **device_kw).remote(
-            threads=self.threads)
+            threads=self.threads, device=self.device)
         self._pids[actor] = actor.pid.remote()
         self._actors.append(actor)
         return actor
@@ -203,5 +211,20 @@ def make_executor(workers: int | None = None, ray_address: str | None = None, mo
     """The executor for ``--workers N`` / ``--ray-address ADDRESS``: in-process without either, else Ray
     (a local instance of N workers, or N workers on the cluster at the address)."""
     if workers is None and ray_address is None:
+        if default_gpus_per_worker():
+            raise ValueError("--gpus-per-worker reserves GPUs for Ray workers: add --workers N or --ray-address "
+                             "(in this process, --device cuda runs the model on a GPU)")
         return InProcessExecutor(models=models)
     return RayExecutor(workers=workers, address=ray_address, threads=threads)
+
+
+def default_gpus_per_worker() -> float:
+    """GPUs each Ray worker reserves: ``--gpus-per-worker`` (``WORKBENCH_GPUS_PER_WORKER``), else 0."""
+    raw = os.environ.get(GPUS_ENV) or "0"
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{GPUS_ENV}={raw!r}: expected a number of GPUs (e.g. 1, 0.5)") from None
+    if value < 0:
+        raise ValueError(f"--gpus-per-worker {raw}: expected 0 or more")
+    return value

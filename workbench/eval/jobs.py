@@ -61,9 +61,12 @@ class Worker:
         models: models already loaded in this process, ``{(name, dtype): LoadedModel}`` (a serial run reuses
             the caller's model).
         max_models: how many models to keep loaded at once.
+        device: where models load (None: this process's default, ``workbench.models.device``).
     """
 
-    def __init__(self, threads: int | None = 1, models: dict | None = None, max_models: int = 2) -> None:
+    def __init__(self, threads: int | None = 1, models: dict | None = None, max_models: int = 2,
+                 device: str | None = None) -> None:
+        self.device = device
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         if threads is not None:
             import torch
@@ -88,7 +91,7 @@ class Worker:
             while len(self._models) >= self._max_models:
                 old, _ = self._models.popitem(last=False)
                 self._agents = {k: v for k, v in self._agents.items() if k[:2] != old}
-            self._models[key] = load_model(name, dtype=dtype)
+            self._models[key] = load_model(name, dtype=dtype, device=self.device)
         self._models.move_to_end(key)
         return self._models[key]
 

@@ -195,11 +195,17 @@ def memory_base_digest(cfg: RunConfig) -> str | None:
     return MemoryBase(cfg.memory_base).digest() if cfg.memory_base else None
 
 
-def write_run_config(cfg: RunConfig) -> None:
-    """``cfg.out/config.json``: the run's identity (what ``--resume`` must match) and the package versions."""
+def write_run_config(cfg: RunConfig, device: str | None = None) -> None:
+    """``cfg.out/config.json``: the run's identity (what ``--resume`` must match) and the package versions; with
+    them the accelerator that plays the episodes (``device``, when not the CPU: e.g. ``cuda:0 (NVIDIA H100 ...)``;
+    not identity, so a run may resume on another device, which its ``earlier_versions`` then show)."""
+    from workbench.models.device import describe_device
+
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     record = {"run": cfg.identity(), "versions": versions()}
+    if device and device != "cpu":
+        record["versions"]["device"] = describe_device(device)
     # a run resumed under other versions (a later commit, a package upgrade) keeps those it was played with before
     old = read_config(out).model_dump(exclude_defaults=True) if present(out / CONFIG_FILE) else {}
     earlier = [v for v in [*old.get("earlier_versions", []), old.get("versions")] if v]

@@ -1,5 +1,6 @@
 """Load white-box models (packaged SmolLM2 GGUF, local HF folders, HF cache) as TransformerLens bridges."""
 
+from workbench.models.device import DeviceError, resolve_device, set_default_device
 from workbench.models.loading import LoadedModel, ModelNotFoundError, load_model, wrap
 from workbench.models.registry import (
     DEFAULT_AGENT,
@@ -12,6 +13,7 @@ from workbench.models.registry import (
 
 __all__ = [
     "DEFAULT_AGENT",
+    "DeviceError",
     "LoadedModel",
     "ModelNotFoundError",
     "ModelSpec",
@@ -20,5 +22,7 @@ __all__ = [
     "load_model",
     "packaged_gguf_path",
     "register_model",
+    "resolve_device",
+    "set_default_device",
     "wrap",
 ]

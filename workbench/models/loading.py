@@ -29,6 +29,34 @@ from workbench.paths import cache_root
 __all__ = ["LoadedModel", "load_model", "ModelNotFoundError"]
 
 
+#: The families the architecture matrix checks through every instrument (tests/models/test_architecture_matrix.py).
+TESTED_ARCHITECTURES = ("LlamaForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM", "MistralForCausalLM",
+                        "Gemma2ForCausalLM", "Gemma3ForCausalLM", "Phi3ForCausalLM", "Olmo2ForCausalLM",
+                        "GPTNeoXForCausalLM")
+
+
+class UnsupportedArchitectureError(ValueError):
+    """A model whose architecture the TransformerLens bridge cannot wrap; the message names the supported ones."""
+
+
+def _version(name: str) -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "?"
+
+
+def _known_architectures() -> str:
+    try:
+        from transformer_lens.factories.architecture_adapter_factory import SUPPORTED_ARCHITECTURES
+    except ImportError:
+        return "(its list could not be read)"
+    causal = sorted(a for a in SUPPORTED_ARCHITECTURES if a.endswith("ForCausalLM"))
+    return f"{len(SUPPORTED_ARCHITECTURES)} architectures, among them {', '.join(causal)}"
+
+
 class ModelNotFoundError(FileNotFoundError):
     """No weights for a model name; the message lists where the loader looked."""
 
@@ -71,6 +99,11 @@ class LoadedModel:
     def d_head(self) -> int:
         cfg = self.hf_model.config
         return int(getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads)
+
+    @property
+    def device(self) -> str:
+        """Where the weights are (``cpu``, ``cuda:0``, ...)."""
+        return str(next(self.hf_model.parameters()).device)
 
     @property
     def dtype(self) -> str:
@@ -166,7 +199,7 @@ def _hf_id_from_config(folder: Path, fallback: str) -> str:
 
 def load_model(
     name_or_path: str = "smollm2-135m-instruct",
-    device: str = "cpu",
+    device: str | None = None,
     dtype: str | torch.dtype = "float32",
 ) -> LoadedModel:
     """Load a white-box model and wrap it in a TransformerLens ``TransformerBridge``.
@@ -174,7 +207,8 @@ def load_model(
     Args:
         name_or_path: a registered name (``smollm2-135m-instruct``, ``smollm2-135m-alfworld``), a local HF
             folder, or an HF id already in the local HF cache (e.g. ``Qwen/Qwen2.5-7B-Instruct``).
-        device: torch device.
+        device: ``cpu``, ``cuda``, ``cuda:N``, ``mps`` or ``auto``; None: the process default
+            (``workbench.models.device``: ``--device``, ``WORKBENCH_DEVICE``, else cpu).
         dtype: ``float32`` (default), ``bfloat16`` or ``float16``.
 
     Returns:
@@ -182,11 +216,16 @@ def load_model(
 
     Raises:
         ModelNotFoundError: nothing found; the message lists where it looked.
+        DeviceError: the device cannot be used here, or cannot run the dtype (before anything is loaded).
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from workbench.models.device import check_dtype, resolve_device
+
     spec = get_model_spec(name_or_path)
     torch_dtype = _dtype(dtype)
+    device = resolve_device(device)
+    check_dtype(device, str(torch_dtype).removeprefix("torch."))
     if spec is not None and spec.base is not None:
         # lazy: adapters.py imports this module (adapters and loading call each other)
         from workbench.models.adapters import load_with_adapter
@@ -219,8 +258,18 @@ def wrap(hf_model: Any, tokenizer: Any, name: str, hf_id: str, source: str = "",
         tokenizer.pad_token = tokenizer.eos_token
     # The bridge only records dtype for a given hf_model (it never casts it); left out it would say float32 for a
     # model cast to bfloat16 before wrap.
-    bridge = TransformerBridge.boot_transformers(hf_id, hf_model=hf_model, tokenizer=tokenizer, device=device,
-                                                 dtype=next(hf_model.parameters()).dtype)
+    try:
+        bridge = TransformerBridge.boot_transformers(hf_id, hf_model=hf_model, tokenizer=tokenizer, device=device,
+                                                     dtype=next(hf_model.parameters()).dtype)
+    except ValueError as e:
+        if "supported architecture" not in str(e):
+            raise
+        arch = ", ".join(getattr(hf_model.config, "architectures", None) or [type(hf_model).__name__])
+        raise UnsupportedArchitectureError(
+            f"{name}: {arch} is not an architecture the TransformerLens bridge supports (transformer-lens "
+            f"{_version('transformer-lens')}), so its attention cannot be hooked. Checked with every instrument "
+            f"here: {', '.join(TESTED_ARCHITECTURES)} (tests/models/test_architecture_matrix.py); the bridge also "
+            f"knows {_known_architectures()}") from None
     bridge.eval()
     cfg = hf_model.config
     n_ctx = int(getattr(cfg, "max_position_embeddings", 2048))

@@ -94,7 +94,7 @@ def _trie(cands: list[list[int]]) -> tuple[list[int], list[int], list[int], list
 def sliding_windows(config: Any) -> int | dict[str, int | None] | None:
     """Where a model's attention is a sliding window: None (every layer full), one window for every layer
     (Mistral, Phi-3 with ``sliding_window`` set), or per layer type (Gemma 2/3, Qwen2 with sliding layers)."""
-    window = getattr(config, "sliding_window", None)
+    window = getattr(config, "sliding_window", None) if config is not None else None
     if not window or getattr(config, "use_sliding_window", True) is False:
         return None
     kinds = set(getattr(config, "layer_types", None) or ())
@@ -134,7 +134,7 @@ class ActionScorer:
             self._end_ids = [tok.convert_tokens_to_ids(end_token)]
         elif tok.eos_token_id is not None:
             self._end_ids = [tok.eos_token_id]
-        self._windows = sliding_windows(lm.hf_model.config)
+        self._windows = sliding_windows(getattr(getattr(lm, "hf_model", None), "config", None))
         self.reset()
 
     def reset(self) -> None:
