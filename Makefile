@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PROFILE ?= default
 PYTEST_ARGS ?=
 
-.PHONY: install install-server install-browser reproduce test test-fast fuzz lab train-agent train-agent-v1 train-agent-v2-expert-only eval-agent-v2 eval-methods-v2 refine-v2-agmr refine-v2-no-agr dtype-table clean-venv
+.PHONY: gpu-check install install-server install-browser reproduce test test-fast fuzz lab train-agent train-agent-v1 train-agent-v2-expert-only eval-agent-v2 eval-methods-v2 refine-v2-agmr refine-v2-no-agr dtype-table clean-venv
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -63,6 +63,11 @@ test: install install-server install-browser
 test-fast: install
 	$(BIN)/lint-imports
 	WORKBENCH_FAST=1 $(BIN)/python -m pytest -q -m "not integration and not game and not browser" tests
+
+# On a GPU machine (a CUDA torch: make install TORCH_INDEX=https://download.pytorch.org/whl/cu128): the architecture
+# matrix on CUDA, the 7-8B shapes benchmark, and the default agent's CPU-vs-GPU parity, under runs/gpu_check/
+gpu-check: install
+	HF_HUB_OFFLINE=1 $(BIN)/python benchmarks/gpu_check.py --out runs/gpu_check
 
 # The readers' fuzz suite at length (make test runs it seeded with 130 examples per reader; FUZZ_EXAMPLES per
 # reader here), its tally in runs/fuzz/report.json

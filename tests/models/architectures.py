@@ -41,8 +41,8 @@ def tokenizer():
     return AutoTokenizer.from_pretrained(_dequantized_dir(get_model_spec("smollm2-135m-instruct")))
 
 
-def build(name: str, seed: int = 0):
-    """(model, reference copy, tokenizer) of one architecture, eager attention, float32, eval mode."""
+def build(name: str, seed: int = 0, device: str = "cpu"):
+    """(model, reference copy, tokenizer) of one architecture, eager attention, float32, eval mode, on ``device``."""
     import torch
     import transformers
 
@@ -62,4 +62,5 @@ def build(name: str, seed: int = 0):
         for n, p in model.named_parameters():
             if "norm" in n and p.dim() == 1:
                 p.add_(0.3 * torch.randn_like(p))
+    model.to(device)
     return model, copy.deepcopy(model), tok

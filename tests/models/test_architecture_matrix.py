@@ -2,7 +2,8 @@
 conformance check (``workbench.attention.conformance``: bridge logits, packed scoring, KV reuse, the selective
 capture with and without the cache, head masking, C) against the untouched `transformers` model.
 
-``WORKBENCH_MATRIX_REPORT=FILE`` writes the table (architecture x check, the largest difference) as markdown.
+``WORKBENCH_MATRIX_REPORT=FILE`` writes the table (architecture x check, the largest difference) as markdown;
+``WORKBENCH_MATRIX_DEVICE=cuda`` runs it on a GPU (the GPU check, ``make gpu-check``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from workbench.models.loading import wrap  # noqa: E402
 TOLERANCE = {"logits": 1e-5, "scores": 1e-5, "kv_reuse": 1e-5, "capture": 1e-6, "capture_cached": 1e-6,
              "head_mask": 1e-5, "C": 1e-4}
 RESULTS: dict[str, dict] = {}
+DEVICE = os.environ.get("WORKBENCH_MATRIX_DEVICE", "cpu")
 
 HISTORY = ["> go to desk 1\nOn the desk 1, you see a mug 1, a pen 2 and a laptop 1.\n",
            "> take mug 1 from desk 1\nYou pick up the mug 1 from the desk 1.\n",
@@ -41,8 +43,8 @@ def _episode(tok):
 
 @pytest.mark.parametrize("arch", list(ARCHITECTURES))
 def test_every_check_holds(arch):
-    model, reference, tok = build(arch)
-    lm = wrap(model, tok, name=f"tiny-{arch}", hf_id=f"tiny/{arch}")
+    model, reference, tok = build(arch, device=DEVICE)
+    lm = wrap(model, tok, name=f"tiny-{arch}", hf_id=f"tiny/{arch}", device=DEVICE)
     prompts = _episode(tok)
     assert len(prompts[-1]) > 40  # longer than the sliding windows (12): they matter
     got = check_model(lm, reference, prompts, ["go to shelf 2", "put mug 1 in/on shelf 2", "look"])

