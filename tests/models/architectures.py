@@ -25,7 +25,10 @@ ARCHITECTURES: dict[str, tuple[str, str, dict]] = {
     "gemma3": ("Gemma3TextConfig", "Gemma3ForCausalLM", {"head_dim": 16, "query_pre_attn_scalar": 16,
                                                          "sliding_window": 12,
                                                          "layer_types": ["sliding_attention", "full_attention"]}),
+    "qwen2-sliding": ("Qwen2Config", "Qwen2ForCausalLM", {"use_sliding_window": True, "sliding_window": 12,
+                                                          "max_window_layers": 1}),  # layer 0 full, layer 1 sliding
     "phi3": ("Phi3Config", "Phi3ForCausalLM", {"partial_rotary_factor": 0.5}),
+    "phi3-sliding": ("Phi3Config", "Phi3ForCausalLM", {"partial_rotary_factor": 0.5, "sliding_window": 12}),
     "olmo2": ("Olmo2Config", "Olmo2ForCausalLM", {}),
     "gpt_neox": ("GPTNeoXConfig", "GPTNeoXForCausalLM", {"rotary_pct": 0.5, "num_key_value_heads": None}),
 }

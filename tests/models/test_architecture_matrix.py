@@ -76,3 +76,42 @@ def test_an_architecture_the_bridge_cannot_wrap_is_named_with_the_supported_ones
     msg = str(e.value)
     assert "made-up: MadeUpForCausalLM is not an architecture" in msg
     assert "Gemma2ForCausalLM" in msg and "Phi3ForCausalLM" in msg and "architectures, among them" in msg
+
+
+def test_the_window_mask_is_transformers_rule_at_logical_positions():
+    import torch
+
+    from workbench.models.scoring import ActionScorer, sliding_windows
+
+    # 2 cached keys, 3 new prompt tokens (positions 2..4), a trie of 2 nodes (root at depth 0 -> position 5, child 6)
+    m = ActionScorer._mask(2, 3, [-1, 0], window=3, positions=[2, 3, 4, 5, 6])[0, 0] == 0
+    keys = [0, 1, 2, 3, 4, 5, 6]  # the keys' positions: cached, new, then the trie nodes'
+    for q, qpos in enumerate([2, 3, 4, 5, 6]):
+        for k, kpos in enumerate(keys):
+            causal = kpos <= qpos if k < 5 else (k == 5 and q >= 3) or (k == 6 and q == 4)
+            assert bool(m[q, k]) == (causal and kpos > qpos - 3), (q, k)
+    assert torch.equal(ActionScorer._mask(2, 3, [-1, 0]), ActionScorer._mask(2, 3, [-1, 0], window=None))
+    from types import SimpleNamespace as C
+
+    assert sliding_windows(C(sliding_window=None)) is None
+    assert sliding_windows(C(sliding_window=8, use_sliding_window=False)) is None
+    assert sliding_windows(C(sliding_window=8)) == 8
+    assert sliding_windows(C(sliding_window=8, layer_types=["sliding_attention"] * 2)) == 8
+    assert sliding_windows(C(sliding_window=8, layer_types=["full_attention", "sliding_attention"])) == {
+        "full_attention": None, "sliding_attention": 8}
+    with pytest.raises(NotImplementedError, match="chunked_attention"):
+        sliding_windows(C(sliding_window=8, layer_types=["chunked_attention"]))
+
+
+@pytest.mark.integration
+def test_the_packaged_gemma3_loads_and_conforms():
+    """The second real model (Gemma 3 270M, the chunked GGUF package), through every check on an ALFWorld-like
+    episode, float32 (its first load dequantizes the GGUF once, ~1 min)."""
+    from workbench.models import load_model, load_transformers_model
+
+    lm = load_model("gemma3-270m")
+    reference = load_transformers_model("gemma3-270m")
+    prompts = _episode(lm.tokenizer)
+    got = check_model(lm, reference, prompts, ["go to shelf 2", "put mug 1 in/on shelf 2", "look"])
+    bad = {k: v for k, v in got.items() if isinstance(v, str) or v > 20 * TOLERANCE[k]}  # 18 layers, not 2
+    assert not bad, got

@@ -9,7 +9,11 @@ prompt token) per selected head, so this capture recomputes exactly that row:
   ``DynamicCache`` (read before this forward appends to it, so nothing is copied), score q_t against key
   positions ``0..prompt_len-1`` only: the packed candidates after q_t are never visible to it;
 * ``softmax(q . k * scaling)`` in fp32, with query head ``h`` reading key/value head
-  ``h // (n_heads // n_key_value_heads)`` (grouped-query attention).
+  ``h // (n_heads // n_key_value_heads)`` (grouped-query attention); as the layer's eager attention does, the
+  scores are soft-capped where the model caps them (Gemma 2: ``tanh(s / cap) * cap``) and keys outside a
+  sliding-window layer's window are masked (Gemma 2/3, Mistral);
+* fused-QKV bridges (Phi-3, GPT-NeoX) rebuild attention themselves and fire no rotary hooks: there q_t's row is
+  read from the scores they hand out (``hook_attn_scores``, scaled and masked) and softmaxed over the prompt.
 
 Whatever the model's dtype, q and K are upcast before the product and the rows are float32, so C and head scores
 are summed in fp32. In bfloat16 a row is the fp32 softmax of the model's own bf16 q and K; on SmolLM2 it was
@@ -67,16 +71,26 @@ def _past_keys(cache: Any, layer: int) -> Tensor:
     return cache.key_cache[layer]
 
 
+def _fused_qkv(attn: Any) -> bool:
+    """A bridge attention that rebuilds attention from a fused QKV projection (its scores are handed out)."""
+    try:
+        from transformer_lens.model_bridge.generalized_components.joint_qkv_attention import JointQKVAttentionBridge
+    except ImportError:  # pragma: no cover - another TransformerLens layout
+        return "JointQKV" in type(attn).__name__
+    return isinstance(attn, JointQKVAttentionBridge)
+
+
 def _layer_windows(lm: LoadedModel) -> dict[int, int]:
     """layer -> its sliding window, for the layers that have one (the scorer's masks use the same rule)."""
     from workbench.models.scoring import sliding_windows
 
-    windows = sliding_windows(lm.hf_model.config)
+    config = lm.hf_model.config
+    windows = sliding_windows(config)
     if windows is None:
         return {}
     if isinstance(windows, int):
         return dict.fromkeys(range(lm.n_layers), windows)
-    kinds = list(lm.hf_model.config.layer_types)
+    kinds = list(config.get_text_config().layer_types)
     return {layer: windows[kind] for layer, kind in enumerate(kinds) if windows.get(kind) is not None}
 
 
@@ -135,8 +149,7 @@ class AttentionCapture:
         self._softcap = {layer: self._layer_softcap(layer) for layer in self.heads.layers}
         # fused-QKV bridges (Phi-3, GPT-NeoX) rebuild attention themselves and fire no rotary hooks: there the row
         # is read from the scores they hand out (hook_attn_scores, already scaled and masked)
-        self._from_scores = {layer: "JointQKV" in type(lm.bridge.blocks[layer].attn).__name__
-                             for layer in self.heads.layers}
+        self._from_scores = {layer: _fused_qkv(lm.bridge.blocks[layer].attn) for layer in self.heads.layers}
         self._scaling = {layer: self._layer_scaling(layer) for layer in self.heads.layers}
         self._by_layer = {layer: self.heads.in_layer(layer) for layer in self.heads.layers}
         self.reset()

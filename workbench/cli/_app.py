@@ -86,6 +86,9 @@ def _use_device(args) -> None:
     if gpus is not None:
         if gpus < 0:
             raise ValueError(f"--gpus-per-worker {gpus}: expected 0 or more")
+        if gpus and getattr(args, "workers", None) is None and getattr(args, "ray_address", None) is None:
+            raise ValueError("--gpus-per-worker reserves GPUs for Ray workers: add --workers N or --ray-address (in "
+                             "this process, --device cuda runs the model on a GPU)")
         os.environ[GPUS_ENV] = str(gpus)
 
 
@@ -116,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         handlers = {signal.SIGTERM: signal.signal(signal.SIGTERM, _stop)}
         if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
             handlers[signal.SIGINT] = signal.signal(signal.SIGINT, signal.default_int_handler)
+    saved_env = {k: os.environ.get(k) for k in ("WORKBENCH_DEVICE", "WORKBENCH_GPUS_PER_WORKER")}
     try:
         _use_device(args)
         return args.fn(args)
@@ -138,3 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         for sig, old in handlers.items():
             signal.signal(sig, old)
+        for key, value in saved_env.items():  # a command's defaults end with it (main called in-process)
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value

@@ -262,11 +262,11 @@ def _merged(a: BatchReport, b: BatchReport) -> BatchReport:
                        wall_s=round(a.wall_s + b.wall_s, 1))
 
 
-def _playing_device(lm, workers: int | None, ray_address: str | None) -> str:
+def _playing_device(lm, workers: int | None, ray_address: str | None, cfgs: Sequence[RunConfig] = ()) -> str:
     """Where this batch's episodes are played: the given model's device, the Ray workers' GPUs, or the process
     default (checked here, before any folder is written)."""
     from workbench.eval.executor import default_gpus_per_worker
-    from workbench.models.device import resolve_device
+    from workbench.models.device import check_dtype, resolve_device
 
     gpus = default_gpus_per_worker()
     if lm is not None:
@@ -275,8 +275,12 @@ def _playing_device(lm, workers: int | None, ray_address: str | None) -> str:
         if gpus:
             raise ValueError("--gpus-per-worker reserves GPUs for Ray workers: add --workers N or --ray-address "
                              "(in this process, --device cuda runs the model on a GPU)")
-        return resolve_device()
-    return "cuda" if gpus else resolve_device()
+        device = resolve_device()
+    else:
+        device = "cuda" if gpus else resolve_device()
+    for c in cfgs:  # a dtype the device cannot run: refused before any folder is written
+        check_dtype(device, c.dtype)
+    return device
 
 
 def _drive_once(cfgs: list[RunConfig], resume: bool = False, progress: bool = True, lm=None,
@@ -302,7 +306,7 @@ def _drive_once(cfgs: list[RunConfig], resume: bool = False, progress: bool = Tr
                                  f"dtype='{c.dtype}'; load it with load_model(..., dtype='{c.dtype}')")
         models = {(lm.name, lm.dtype): lm}
     plans = [_plan(c, resume, frozenset((defer or {}).get(c.out, ()))) for c in cfgs]  # every check first
-    device = _playing_device(lm, workers, ray_address)
+    device = _playing_device(lm, workers, ray_address, cfgs) if executor is None else (lm.device if lm else "cpu")
     for p in plans:
         if p.left or not (Path(p.cfg.out) / "config.json").exists():  # a resume with nothing to play records no
             write_run_config(p.cfg, device)                             # versions: none of its episodes are new

@@ -116,8 +116,11 @@ class RayExecutor:
         self.n_workers = workers
         self.address = address
         gpus_per_worker = default_gpus_per_worker() if gpus_per_worker is None else gpus_per_worker
+        device = device or default_device()
+        if not gpus_per_worker and device.startswith("cuda"):
+            gpus_per_worker = 1  # Ray hides the GPUs from a worker that reserves none: --device cuda means one each
         self.threads, self.gpus_per_worker, self.max_tries = threads, gpus_per_worker, max_tries
-        self.device = "cuda" if gpus_per_worker else (device or default_device())
+        self.device = "cuda" if gpus_per_worker else device
         self._remote = ray.remote(Worker)
         self._actors: list = []
         self._pids: dict = {}  # actor -> pid ObjectRef (asked first, so it never waits behind a job)

@@ -94,7 +94,8 @@ class LocalBackend:
                 schema.model_json_schema(), sort_keys=True)
         wire = _with_system_addendum(as_messages(messages), addendum)
         prompt = self.tokenizer.apply_chat_template(wire, tokenize=False, add_generation_prompt=True)
-        ids = self.tokenizer(prompt, return_tensors="pt", add_special_tokens=False)["input_ids"]
+        device = next(self.hf_model.parameters()).device
+        ids = self.tokenizer(prompt, return_tensors="pt", add_special_tokens=False)["input_ids"].to(device)
         n_prompt = int(ids.shape[1])
         if n_prompt + max_tokens > self.n_ctx:
             raise LLMConfigError(f"{self.model}: prompt of {n_prompt} tokens + max_tokens={max_tokens} exceeds "
@@ -116,7 +117,7 @@ class LocalBackend:
                     finish = "stop"
                     break
                 out.append(nxt)
-                step_ids = torch.tensor([[nxt]])
+                step_ids = torch.tensor([[nxt]], device=device)
         self.stats["calls"] += 1
         self.stats["generated_tokens"] += len(out)
         text = self.tokenizer.decode(out, skip_special_tokens=True)

@@ -1,7 +1,7 @@
 """Load white-box models (packaged SmolLM2 GGUF, local HF folders, HF cache) as TransformerLens bridges."""
 
 from workbench.models.device import DeviceError, resolve_device, set_default_device
-from workbench.models.loading import LoadedModel, ModelNotFoundError, load_model, wrap
+from workbench.models.loading import LoadedModel, ModelNotFoundError, load_model, load_transformers_model, wrap
 from workbench.models.registry import (
     DEFAULT_AGENT,
     ModelSpec,
@@ -20,6 +20,7 @@ __all__ = [
     "get_model_spec",
     "list_models",
     "load_model",
+    "load_transformers_model",
     "packaged_gguf_path",
     "register_model",
     "resolve_device",

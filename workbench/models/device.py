@@ -81,9 +81,11 @@ def check_dtype(device: str, dtype: str) -> None:
     """
     if dtype != "bfloat16":
         return
-    if device.startswith("cuda") and not torch.cuda.is_bf16_supported():
-        raise DeviceError(f"--dtype bfloat16 on {describe_device(device)}: this GPU has no bfloat16 (compute "
-                          "capability below 8.0); use --dtype float16 or float32")
+    if device.startswith("cuda") and torch.cuda.is_available():
+        index = int(device.split(":")[1]) if ":" in device else torch.cuda.current_device()
+        if torch.cuda.get_device_capability(index) < (8, 0):  # before Ampere: bf16 emulated at best
+            raise DeviceError(f"--dtype bfloat16 on {describe_device(device)}: this GPU has no native bfloat16 "
+                              "(compute capability below 8.0); use --dtype float16 or float32")
     if device == "mps":
         try:
             torch.zeros(1, dtype=torch.bfloat16, device="mps")

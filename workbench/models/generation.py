@@ -11,10 +11,11 @@ import re
 from dataclasses import dataclass
 
 import torch
+from transformers import DynamicCache
 
 from workbench.envs.normalize import to_admissible
 from workbench.models.loading import LoadedModel
-from workbench.models.scoring import common_prefix_len
+from workbench.models.scoring import common_prefix_len, sliding_windows
 
 __all__ = ["GeneratedAction", "parse_action", "closest_admissible", "generate_action", "PrefixGenerator"]
 
@@ -108,6 +109,8 @@ class PrefixGenerator:
         device = next(model.parameters()).device
         keep = self._keep(prefix)
         cache = self._cache if keep else None
+        if cache is None and sliding_windows(model.config) is not None:
+            cache = DynamicCache()  # every key kept, so the cache can be cropped back to the prefix (see scoring)
         if cache is not None and keep < cache.get_seq_length():
             cache.crop(keep - cache.get_seq_length())
         eos = self.lm.tokenizer.eos_token_id

@@ -201,6 +201,8 @@ def load_model(
     name_or_path: str = "smollm2-135m-instruct",
     device: str | None = None,
     dtype: str | torch.dtype = "float32",
+    *,
+    unwrapped: bool = False,
 ) -> LoadedModel:
     """Load a white-box model and wrap it in a TransformerLens ``TransformerBridge``.
 
@@ -210,6 +212,7 @@ def load_model(
         device: ``cpu``, ``cuda``, ``cuda:N``, ``mps`` or ``auto``; None: the process default
             (``workbench.models.device``: ``--device``, ``WORKBENCH_DEVICE``, else cpu).
         dtype: ``float32`` (default), ``bfloat16`` or ``float16``.
+        unwrapped: return the `transformers` model itself, no bridge (see :func:`load_transformers_model`).
 
     Returns:
         The :class:`LoadedModel`; its bridge runs eager attention so every hook fires.
@@ -244,7 +247,16 @@ def load_model(
     tokenizer = AutoTokenizer.from_pretrained(folder)
     hf_model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch_dtype, attn_implementation="eager")
     hf_model.to(device).eval()
+    if unwrapped:
+        return hf_model
     return wrap(hf_model, tokenizer, name=name_or_path, hf_id=hf_id, source=source, device=device)
+
+
+def load_transformers_model(name_or_path: str, device: str | None = None, dtype: str | torch.dtype = "float32"):
+    """The same weights as :func:`load_model`, as a plain `transformers` model (eager attention) that no bridge
+    wraps: the reference ``workbench.attention.conformance.check_model`` compares against (wrapping a model in the
+    bridge swaps its modules in place, so a copy made after :func:`load_model` is no reference)."""
+    return load_model(name_or_path, device=device, dtype=dtype, unwrapped=True)
 
 
 def wrap(hf_model: Any, tokenizer: Any, name: str, hf_id: str, source: str = "", device: str = "cpu") -> LoadedModel:

@@ -93,15 +93,28 @@ def _trie(cands: list[list[int]]) -> tuple[list[int], list[int], list[int], list
 
 def sliding_windows(config: Any) -> int | dict[str, int | None] | None:
     """Where a model's attention is a sliding window: None (every layer full), one window for every layer
-    (Mistral, Phi-3 with ``sliding_window`` set), or per layer type (Gemma 2/3, Qwen2 with sliding layers)."""
+    (Mistral, Phi-3 with ``sliding_window`` set; Gemma-style configs whose layers are all of one kind), or per layer
+    type (Gemma 2/3, Qwen2 with sliding layers). A multimodal config is read through its text config.
+
+    Raises:
+        NotImplementedError: a layer type other than full and sliding attention (Llama 4's chunked attention).
+    """
+    if config is not None and callable(getattr(config, "get_text_config", None)):
+        config = config.get_text_config()
     window = getattr(config, "sliding_window", None) if config is not None else None
+    kinds = set(getattr(config, "layer_types", None) or ())
+    other = kinds - {"full_attention", "sliding_attention"}
+    if other:
+        raise NotImplementedError(f"attention layer types {sorted(other)}: the scorer's masks know full and "
+                                  "sliding-window attention only")
     if not window or getattr(config, "use_sliding_window", True) is False:
         return None
-    kinds = set(getattr(config, "layer_types", None) or ())
     if not kinds:
         return int(window)
     if "sliding_attention" not in kinds:
         return None
+    if kinds == {"sliding_attention"}:
+        return int(window)  # one mask: a model whose layers are all sliding takes no per-type dict
     return {kind: (int(window) if kind == "sliding_attention" else None) for kind in kinds}
 
 
@@ -232,9 +245,10 @@ class ActionScorer:
         first = len(new) - 1  # q_t: the first query whose logits matter (it predicts each candidate's first token)
         kwargs = dict(
             return_type="logits_and_cache",
-            # every layer keeps every key: a sliding-window layer's own cache drops those outside its window and
-            # cannot be cropped back to the prefix; the window is in the mask instead
-            past_key_values=self._cache if self._cache is not None else DynamicCache(),
+            # with sliding windows every layer keeps every key (a sliding layer's own cache drops those outside
+            # its window and cannot be cropped back to the prefix; the window is in the mask instead); without,
+            # the cache transformers builds from the config
+            past_key_values=self._cache if self._cache is not None or self._windows is None else DynamicCache(),
             attention_mask=mask,
             position_ids=torch.tensor([pos], device=device),
             # only q_t and the trie nodes are read: the unembedding (and the log-softmax) of the new prefix tokens
