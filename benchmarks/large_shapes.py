@@ -44,18 +44,14 @@ SHAPES = {
 CANDIDATES = [f"go to drawer {k}" for k in range(1, 7)] + [f"take mug {k} from desk 1" for k in range(1, 7)]
 
 
-def one(shape: str, length: int, mode: str, layers: int, device: str, dtype: str, repeats: int = 2) -> dict:
-    """One step in this process (see the module docstring)."""
+def _build(shape: str, layers: int, device: str, dtype: str):
+    """(the wrapped model of ``shape`` with ``layers`` decoder layers, seconds to build it, the full depth)."""
     import torch
     import transformers
 
-    from workbench.attention.capture import AttentionCapture
-    from workbench.models.device import describe_device, resolve_device
     from workbench.models.loading import _dequantized_dir, wrap
     from workbench.models.registry import get_model_spec
-    from workbench.models.scoring import ActionScorer
 
-    device = resolve_device(device)
     tok = transformers.AutoTokenizer.from_pretrained(_dequantized_dir(get_model_spec("smollm2-135m-instruct")))
     cname, mname, depth, shape_cfg = SHAPES[shape]
     cfg = getattr(transformers, cname)(num_hidden_layers=layers, **shape_cfg)
@@ -66,9 +62,25 @@ def one(shape: str, length: int, mode: str, layers: int, device: str, dtype: str
     with torch.device(device):  # built in the dtype on the device: no float32 copy of ~2-4 GB of weights first
         model = getattr(transformers, mname)._from_config(cfg, dtype=getattr(torch, dtype)).eval()
     build_s = time.perf_counter() - t0
-    lm = wrap(model, tok, name=shape, hf_id=f"shapes/{shape}", device=device)
-    ids = (tok("You are in the middle of a room. Looking quickly around you, you see a cabinet 1, a drawer 2. ",
-               add_special_tokens=False).input_ids * (length // 20 + 1))[:length]
+    return wrap(model, tok, name=shape, hf_id=f"shapes/{shape}", device=device), build_s, depth
+
+
+def _prompt(tok, length: int) -> list[int]:
+    return (tok("You are in the middle of a room. Looking quickly around you, you see a cabinet 1, a drawer 2. ",
+                add_special_tokens=False).input_ids * (length // 20 + 1))[:length]
+
+
+def one(shape: str, length: int, mode: str, layers: int, device: str, dtype: str, repeats: int = 2) -> dict:
+    """One step in this process (see the module docstring)."""
+    import torch
+
+    from workbench.attention.capture import AttentionCapture
+    from workbench.models.device import describe_device, resolve_device
+    from workbench.models.scoring import ActionScorer
+
+    device = resolve_device(device)
+    lm, build_s, depth = _build(shape, layers, device, dtype)
+    ids = _prompt(lm.tokenizer, length)
     scorer = ActionScorer(lm, reuse_cache=False)
     kept: list = []
     hooks, on_layout = [], None
@@ -114,26 +126,14 @@ def side_by_side(shape: str, length: int, layers: int, device: str, dtype: str, 
     import statistics
 
     import torch
-    import transformers
 
     from workbench.attention.capture import AttentionCapture
     from workbench.models.device import resolve_device
-    from workbench.models.loading import _dequantized_dir, wrap
-    from workbench.models.registry import get_model_spec
     from workbench.models.scoring import ActionScorer
 
     device = resolve_device(device)
-    tok = transformers.AutoTokenizer.from_pretrained(_dequantized_dir(get_model_spec("smollm2-135m-instruct")))
-    cname, mname, depth, shape_cfg = SHAPES[shape]
-    cfg = getattr(transformers, cname)(num_hidden_layers=layers, **shape_cfg)
-    cfg.architectures = [mname]
-    cfg._attn_implementation = "eager"
-    torch.manual_seed(0)
-    with torch.device(device):
-        model = getattr(transformers, mname)._from_config(cfg, dtype=getattr(torch, dtype)).eval()
-    lm = wrap(model, tok, name=shape, hf_id=f"shapes/{shape}", device=device)
-    ids = (tok("You are in the middle of a room. Looking quickly around you, you see a cabinet 1, a drawer 2. ",
-               add_special_tokens=False).input_ids * (length // 20 + 1))[:length]
+    lm, _, _ = _build(shape, layers, device, dtype)
+    ids = _prompt(lm.tokenizer, length)
     scorer = ActionScorer(lm, reuse_cache=False)
     cap = AttentionCapture(lm, "all", scorer=scorer, keep_steps=False)
     kept: list = []
