@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PROFILE ?= default
 PYTEST_ARGS ?=
 
-.PHONY: gpu-check install install-server install-browser reproduce test test-fast fuzz lab train-agent train-agent-v1 train-agent-v2-expert-only eval-agent-v2 eval-methods-v2 refine-v2-agmr refine-v2-no-agr dtype-table clean-venv
+.PHONY: docs docs-serve gpu-check install install-docs install-server install-browser reproduce test test-fast fuzz lab train-agent train-agent-v1 train-agent-v2-expert-only eval-agent-v2 eval-methods-v2 refine-v2-agmr refine-v2-no-agr dtype-table clean-venv
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -53,11 +53,26 @@ $(VENV)/.installed-server: $(VENV)/.installed
 
 install-server: $(VENV)/.installed-server
 
+# The docs site (MkDocs Material + mkdocstrings + mkdocs-jupyter): docs/ and the executed notebooks of reports/,
+# built into site/ (make test builds it with --strict: a broken link or a missing API page fails)
+$(VENV)/.installed-docs: $(VENV)/.installed
+	$(BIN)/pip install -q -e '.[docs]'
+	touch $@
+
+install-docs: $(VENV)/.installed-docs
+
+docs: install-docs
+	$(BIN)/mkdocs build --strict
+
+docs-serve: install-docs
+	$(BIN)/mkdocs serve
+
 reproduce: install
 	$(BIN)/workbench reproduce --profile $(PROFILE) $(if $(DTYPE),--dtype $(DTYPE))
 
-test: install install-server install-browser
+test: install install-server install-browser install-docs
 	$(BIN)/lint-imports
+	$(BIN)/mkdocs build --strict --quiet
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS) tests notebooks/01_baselines.ipynb notebooks/02_retrieval_heads.ipynb \
 		notebooks/03_utilization.ipynb notebooks/04_agmr.ipynb \
 		notebooks/05_arbiter.ipynb notebooks/06_proactive.ipynb notebooks/07_live.ipynb --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
@@ -156,14 +171,14 @@ eval-agent-v2: install
 	$(EVAL) grids/layouts_valid_seen_tf.yaml --out $(EVAL_RUNS)/layouts_tf/$(V1)
 	$(EVAL) grids/layouts_valid_seen_tf.yaml --set model=$(V2) --out $(EVAL_RUNS)/layouts_tf/$(V2)
 	$(EVAL) grids/dagger_effect.yaml --out $(EVAL_RUNS)/01_baselines/dagger-expert-only
-	$(BIN)/python benchmarks/agent_eval.py --table reports/tables/agent_v2_valid_unseen.md --runs $(EVAL_RUNS)/01_baselines \
+	$(BIN)/python benchmarks/agent_eval.py --table reports/full-bfloat16/tables/agent_v2_valid_unseen.md --runs $(EVAL_RUNS)/01_baselines \
 		--table-models $(V1) $(V2) --table-model-pairs $(V1):$(V2) \
 		--table-title "valid_unseen, all 134 tasks: agent v1 vs v2"
-	$(BIN)/python benchmarks/agent_eval.py --table reports/tables/dagger_effect_valid_unseen.md \
+	$(BIN)/python benchmarks/agent_eval.py --table reports/full-bfloat16/tables/dagger_effect_valid_unseen.md \
 		--runs $(EVAL_RUNS)/01_baselines --table-models dagger-expert-only $(V2) --table-conditions none traj \
 		--table-model-pairs dagger-expert-only:$(V2) \
 		--table-title "DAgger's effect: expert-only recipe vs v2, valid_unseen 0:134:2 (episodes), all 134 (teacher forcing)"
-	$(BIN)/python benchmarks/agent_eval.py --table reports/tables/layouts_valid_seen_tf.md --runs $(EVAL_RUNS)/layouts_tf \
+	$(BIN)/python benchmarks/agent_eval.py --table reports/full-bfloat16/tables/layouts_valid_seen_tf.md --runs $(EVAL_RUNS)/layouts_tf \
 		--table-models $(V1) $(V2) --table-model-pairs $(V1):$(V2) \
 		--table-conditions none icl traj flat-recency flat-retrieval arbiter arbiter-no-banks arbiter-no-signals \
 		arbiter-no-gate proactive proactive-passive proactive-always proactive-advisor proactive-retrieval \
@@ -206,7 +221,7 @@ eval-methods-v2: install
 dtype-table: install
 	OMP_NUM_THREADS=1 $(BIN)/workbench sweep grids/bf16_valid_unseen.yaml --workers 2
 	OMP_NUM_THREADS=1 $(BIN)/workbench sweep grids/valid_unseen_default_agent.yaml --workers 2 --only none traj
-	$(BIN)/python benchmarks/agent_eval.py --table reports/tables/dtype_valid_unseen.md --runs runs/full/01_baselines \
+	$(BIN)/python benchmarks/agent_eval.py --table reports/full-bfloat16/tables/dtype_valid_unseen.md --runs runs/full/01_baselines \
 		--table-models $(V1) $(V1)-bf16 --table-conditions none traj --table-model-pairs $(V1)-bf16:$(V1) \
 		--table-compare-dtypes --table-title "valid_unseen, all 134 tasks: the default agent in bfloat16 vs float32"
 

@@ -12,9 +12,9 @@ accuracies are reused), with ``summary.json`` and ``summary.md`` at the end.
 Tables and the model card read run folders ``ROOT/<model>/<condition>`` (from here, ``workbench run``,
 ``workbench merge-runs`` or notebook 01), with paired comparisons (exact McNemar) between conditions:
 
-    .venv/bin/python benchmarks/agent_eval.py --table reports/tables/NAME.md --runs ROOT
+    .venv/bin/python benchmarks/agent_eval.py --table reports/full-bfloat16/tables/NAME.md --runs ROOT
     .venv/bin/python benchmarks/agent_eval.py --card workbench/assets/adapters/smollm2-135m-alfworld \
-        --card-section "valid_unseen=ROOT" --card-section "valid_seen=reports/tables/NAME.json"
+        --card-section "valid_unseen=ROOT" --card-section "valid_seen=reports/full-bfloat16/tables/NAME.json"
 
 A table over models whose runs live on different machines or sessions is regenerated from the folders at hand
 with ``--table-keep-absent``: what has no folders under ROOT (a model, or a model's teacher forcing) keeps its rows
@@ -141,7 +141,7 @@ def main() -> None:
         if out.parent.name == "tables" and (out.parent.parent / "index.md").exists():
             from workbench.reporting.save import Reports
 
-            Reports(out.parent.parent, "agent_eval").index()  # the reports' index lists the new table
+            Reports(out.parent.parent, "agent_eval").add(out)  # the set's index lists the new table
         print(text)
         return
     if a.card:

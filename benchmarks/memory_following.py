@@ -6,7 +6,7 @@ agent saw; for the others (no memory, ICL) the same numbers are the level an age
 ``workbench.eval.metrics.memory_following``.
 
     python benchmarks/memory_following.py --runs runs/full/01_baselines \\
-        --out reports/tables/memory_following_valid_unseen.md --title "valid_unseen, all 134 tasks"
+        --out reports/full-bfloat16/tables/memory_following_valid_unseen.md --title "valid_unseen, all 134 tasks"
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None, base=None) -> None:
     if args.out.parent.name == "tables":
         from workbench.reporting.save import Reports
 
-        Reports(args.out.parent.parent, section="memory_following").index()
+        Reports(args.out.parent.parent, section="memory_following").add(args.out)  # listed in the set's index
     print(md)
 
 

@@ -104,3 +104,27 @@ def test_memoised_text_grammar_gives_identical_games():
         assert play() == plain
     finally:
         textworld_cache.install()
+
+
+def test_data_root_lookup_order_and_the_fetch_command(monkeypatch, tmp_path, capsys):
+    """$WORKBENCH_ALFWORLD_DATA, then the repository's default, then alfworld-download's folder; the first that
+    holds games is used and said; with none, the error lists where it looked and names alfworld-download."""
+    from workbench.envs import alfworld as mod
+
+    games = tmp_path / "alf"
+    (games / "json_2.1.1").mkdir(parents=True)
+    monkeypatch.delenv("WORKBENCH_ALFWORLD_DATA", raising=False)
+    monkeypatch.setattr(mod, "_REPO_DEFAULT", tmp_path / "no-shared")
+    monkeypatch.setattr(mod, "_ANNOUNCED", set())
+    monkeypatch.setenv("ALFWORLD_DATA", str(games))
+    assert mod.alfworld_data_root() == games
+    assert f"ALFWorld games from {games} ($ALFWORLD_DATA" in capsys.readouterr().err
+    shared = tmp_path / "shared"
+    (shared / "json_2.1.1").mkdir(parents=True)
+    monkeypatch.setattr(mod, "_REPO_DEFAULT", shared)
+    assert mod.alfworld_data_root() == shared  # the repository's default comes before alfworld-download's
+    monkeypatch.setattr(mod, "_REPO_DEFAULT", tmp_path / "no-shared")
+    monkeypatch.setenv("ALFWORLD_DATA", str(tmp_path / "empty-cache"))
+    with pytest.raises(DataRootError, match="alfworld-download") as e:
+        mod.alfworld_data_root()
+    assert "no-shared" in str(e.value) and "empty-cache" in str(e.value)

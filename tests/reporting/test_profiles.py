@@ -54,8 +54,29 @@ def test_reproduce_json_says_which_profile_rendered_each_notebook(tmp_path, monk
     reports = tmp_path / "reports"
     rep.reproduce("default", str(reports), runs=str(tmp_path / "runs"))
     rep.reproduce("full", str(reports), notebooks=["a"], runs=str(tmp_path / "runs"), dtype="bfloat16")
-    record = json.loads((reports / "reproduce.json").read_text())
-    assert record["notebooks"]["a"]["profile"] == "full" and record["notebooks"]["a"]["dtype"] == "bfloat16"
-    assert record["notebooks"]["b"]["profile"] == "default" and record["notebooks"]["b"]["dtype"] == "float32"
-    assert record["profile"] == "full" and set(record["wall_s"]) == {"a", "b"}
-    assert all(r["git_commit"] and r["finished"] for r in record["notebooks"].values())
+    # one set per profile (and forced dtype): the paper-scale render did not touch the default set
+    default = json.loads((reports / "default" / "reproduce.json").read_text())
+    full = json.loads((reports / "full-bfloat16" / "reproduce.json").read_text())
+    assert set(default) == set(full) == {"notebooks"}  # per notebook only: no set-wide profile
+    assert set(default["notebooks"]) == {"a", "b"} and set(full["notebooks"]) == {"a"}
+    assert full["notebooks"]["a"]["profile"] == "full" and full["notebooks"]["a"]["dtype"] == "bfloat16"
+    assert default["notebooks"]["a"]["dtype"] == "float32"
+    assert full["notebooks"]["a"]["command"] == "workbench reproduce --profile full --dtype bfloat16 --notebooks a"
+    assert all(r["git_commit"] and r["finished"] and r["versions"]["torch"]
+               for r in [*default["notebooks"].values(), *full["notebooks"].values()])
+    assert (reports / "default" / "notebooks" / "a.ipynb").exists()
+    home = (reports / "index.md").read_text()
+    assert "[default/](default/index.md)" in home and "[full-bfloat16/](full-bfloat16/index.md)" in home
+    # the parameters the notebook ran with are relative paths, and no output shows this machine's paths
+    rendered = (reports / "full-bfloat16" / "notebooks" / "a.ipynb").read_text()
+    assert str(tmp_path) not in rendered and "full bfloat16" in rendered
+
+
+def test_machine_paths_are_stripped_from_rendered_notebooks(tmp_path, monkeypatch):
+    import importlib
+
+    rep = importlib.import_module("workbench.reporting.reproduce")
+    nb = tmp_path / "n.ipynb"
+    nb.write_text(json.dumps({"text": f"{rep.REPO}/runs/x and {rep.REPO} and {Path.home()}/.cache/y"}))
+    rep._strip_machine_paths(nb)
+    assert json.loads(nb.read_text())["text"] == "runs/x and . and ~/.cache/y"

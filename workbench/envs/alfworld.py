@@ -1,9 +1,10 @@
 """ALFWorld (TextWorld PDDL games) behind the :class:`~workbench.envs.base.Environment` Protocol.
 
-Data root: ``$WORKBENCH_ALFWORLD_DATA``, else the repo's ``../shared/data/alfworld``. For data fetched with
-``alfworld-download``, set ``WORKBENCH_ALFWORLD_DATA=$ALFWORLD_DATA`` (``ALFWORLD_DATA`` itself is not read:
-importing ``alfworld`` sets it to a default cache folder). A root with ``manifest.json`` is read from it; a root without one (a
-user's own ``alfworld-download``) is scanned: ``json_2.1.1/<split>/<task folder>/<trial>/game.tw-pddl``.
+The games are looked for, in order, in ``$WORKBENCH_ALFWORLD_DATA``, the repository's ``../shared/data/alfworld``,
+and alfworld-download's own folder (``$ALFWORLD_DATA``, else alfworld's default ``~/.cache/alfworld``); the first
+that holds games is used, and the process says once (on stderr) which one. A root with ``manifest.json`` is read
+from it; a root without one (a user's own ``alfworld-download``) is scanned:
+``json_2.1.1/<split>/<task folder>/<trial>/game.tw-pddl``.
 """
 
 from __future__ import annotations
@@ -21,34 +22,64 @@ from workbench.envs.normalize import (
     to_admissible,
 )
 
-__all__ = ["ALFWorldEnv", "alfworld_data_root", "load_alfworld_tasks", "DATA_ENV_VAR", "MAX_STEPS"]
+__all__ = ["ALFWorldEnv", "alfworld_data_candidates", "alfworld_data_root", "load_alfworld_tasks", "DATA_ENV_VAR",
+           "FETCH_COMMAND", "MAX_STEPS"]
 
 DATA_ENV_VAR = "WORKBENCH_ALFWORLD_DATA"
 MAX_STEPS = 50
 _REPO_DEFAULT = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "alfworld"
 
 
+FETCH_COMMAND = "alfworld-download"  # alfworld's own downloader (needs internet): games into $ALFWORLD_DATA
+
+
+def _holds_games(root: Path) -> bool:
+    return (root / "manifest.json").is_file() or (root / "json_2.1.1").is_dir()
+
+
+def alfworld_data_candidates() -> list[tuple[Path, str]]:
+    """Where the games are looked for, in order, each with where that place comes from."""
+    out = []
+    if os.environ.get(DATA_ENV_VAR):
+        out.append((Path(os.environ[DATA_ENV_VAR]).expanduser(), f"${DATA_ENV_VAR}"))
+    out.append((_REPO_DEFAULT, "the default beside the repository"))
+    # alfworld-download's folder: $ALFWORLD_DATA (importing alfworld sets it to its cache when unset)
+    alf = os.environ.get("ALFWORLD_DATA")
+    out.append((Path(alf).expanduser(), "$ALFWORLD_DATA, alfworld-download's folder") if alf else
+               (Path("~/.cache/alfworld").expanduser(), "alfworld-download's default folder"))
+    return out
+
+
+_ANNOUNCED: set[Path] = set()
+
+
 def alfworld_data_root() -> Path:
-    """The ALFWorld data root (see module docstring).
+    """The ALFWorld data root: the first of :func:`alfworld_data_candidates` that holds games; the process says
+    once, on stderr, which one it uses.
 
     Raises:
-        DataRootError: the folder does not exist; the message names the env var to set.
+        DataRootError: ``$WORKBENCH_ALFWORLD_DATA`` names a folder that does not exist, or no place holds games;
+            the message lists where it looked and the command that fetches them.
     """
+    import sys
+
     value = os.environ.get(DATA_ENV_VAR)
-    if value:
-        root = Path(value).expanduser()
-        if not root.is_dir():
-            raise DataRootError(
-                f"ALFWorld data root '{root}' (from ${DATA_ENV_VAR}) does not exist: set {DATA_ENV_VAR} to a "
-                "folder holding json_2.1.1/ (and optionally manifest.json)"
-            )
-        return root
-    if not _REPO_DEFAULT.is_dir():
+    if value and not Path(value).expanduser().is_dir():
         raise DataRootError(
-            f"no ALFWorld data: the default '{_REPO_DEFAULT}' does not exist and {DATA_ENV_VAR} is not set. "
-            f"Set {DATA_ENV_VAR} to a folder holding json_2.1.1/ (e.g. the output of alfworld-download)"
-        )
-    return _REPO_DEFAULT
+            f"ALFWorld data root '{Path(value).expanduser()}' (from ${DATA_ENV_VAR}) does not exist: set "
+            f"{DATA_ENV_VAR} to a folder holding json_2.1.1/ (and optionally manifest.json), or unset it")
+    candidates = alfworld_data_candidates()
+    for root, how in candidates:
+        if (root.is_dir() and how.startswith("$" + DATA_ENV_VAR)) or _holds_games(root):
+            if root not in _ANNOUNCED:
+                _ANNOUNCED.add(root)
+                print(f"workbench: ALFWorld games from {root} ({how})", file=sys.stderr)
+            return root
+    looked = "; ".join(f"{root} ({how})" for root, how in candidates)
+    raise DataRootError(
+        f"no ALFWorld games found (looked in: {looked}). On a machine with internet, `{FETCH_COMMAND}` fetches "
+        f"them (into $ALFWORLD_DATA, default ~/.cache/alfworld), or set {DATA_ENV_VAR} to a folder "
+        "holding json_2.1.1/")
 
 
 @lru_cache(maxsize=8)

@@ -2,6 +2,7 @@
 driven one attempt at a time against a working copy (:class:`LiveRefinement`)."""
 
 from workbench.live.agmr import Interrupted, LiveRefinement
-from workbench.live.session import Played, Session, SessionError, find_task, replay_parity
+from workbench.live.session import Played, Session, SessionError, find_task, memory_mass, replay_parity
 
-__all__ = ["Interrupted", "LiveRefinement", "Played", "Session", "SessionError", "find_task", "replay_parity"]
+__all__ = ["Interrupted", "LiveRefinement", "Played", "Session", "SessionError", "find_task", "memory_mass",
+           "replay_parity"]

@@ -33,7 +33,7 @@ from workbench.memory.trajectory import Trajectory
 from workbench.models import load_model
 from workbench.models.registry import DEFAULT_AGENT, list_models
 
-__all__ = ["Played", "Session", "SessionError", "find_task", "replay_parity"]
+__all__ = ["Played", "Session", "SessionError", "find_task", "memory_mass", "replay_parity"]
 
 SPLITS = ("valid_unseen", "valid_seen", "valid_train")
 
@@ -208,6 +208,28 @@ class Session:
                                                                                   mass.tolist())}})
         return out
 
+    def utilization(self) -> tuple[Any, list[str], list[int]]:
+        """C of the steps played so far: the captured heads' attention mass on each memory piece (rows) at each
+        played decision (columns), as the player draws it (:func:`memory_mass`).
+
+        Returns:
+            ``(C, pieces, steps)``: a ``[pieces, steps]`` float array (a piece absent from a step's prompt is 0),
+            the pieces' labels (``s<l>`` for a trajectory segment, the item id of a working-memory item) in the
+            order they first appear, and the steps.
+
+        Raises:
+            SessionError: no heads are captured, or no step is played yet.
+        """
+        import numpy as np
+
+        if self.capture is None or not self.capture.capture.steps:
+            self.attention()  # raises the SessionError that says why
+        columns = [memory_mass(self.attention(k)) for k in range(len(self.capture.capture.steps))]
+        pieces = list(dict.fromkeys(key for col in columns for key in col))
+        C = np.array([[col.get(p, 0.0) for col in columns] for p in pieces], dtype=float).reshape(len(pieces),
+                                                                                                  len(columns))
+        return C, pieces, list(range(len(columns)))
+
     def trajectory(self) -> Trajectory:
         """The episode so far, as a batch run records it."""
         return self.episode.trajectory()
@@ -333,6 +355,22 @@ class Session:
             if until is not None and until(out[-1]):
                 break
         return out
+
+
+def memory_mass(spans: Sequence[dict]) -> dict[str, float]:
+    """One column of C from a step's span rows (:meth:`Session.attention`): the mass on each memory segment (its
+    thought and action tokens, observations excluded, as AGMR's C) or working-memory item; history steps are not
+    memory."""
+    col: dict[str, float] = {}
+    for r in spans:
+        if r["segment"] is not None and r["kind"] in ("thought", "action"):
+            key = f"s{r['segment']}"
+        elif r["item"] is not None:
+            key = r["item"]
+        else:
+            continue
+        col[key] = col.get(key, 0.0) + r["mass"]
+    return col
 
 
 def replay_parity(folder: str, states: int = 50, model: Any = None) -> dict:

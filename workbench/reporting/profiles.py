@@ -11,8 +11,8 @@ from workbench.models.registry import DEFAULT_AGENT
 
 __all__ = ["PROFILES", "notebook_parameters"]
 
-TRAINED = DEFAULT_AGENT  # the notebooks follow the default agent (v2 since 2026-12-04)
-FULL_MODELS = ["smollm2-135m-instruct", TRAINED]
+TRAINED = DEFAULT_AGENT  # the notebooks follow the default agent (v2 since 2026-12-04): `model=None`
+UNTRAINED = "smollm2-135m-instruct"
 # the committed paper-scale runs of the default agent that 07 replays live (MemArbiter, proactive, Traj; bf16) and
 # agent v1's float32 Traj run
 LIVE_PARITY_RUNS = [f"../runs/full-bfloat16/{nb}/{TRAINED}/{cond}" for nb, cond in (
@@ -34,18 +34,18 @@ PROFILES: dict[str, dict[str, dict]] = {
         "07_live": {"steps": 3, "agmr_max_steps": 3, "agmr_attempts": 1, "parity_states": 5},
     },
     "default": {
-        # Both models. Episodes on 4 tasks spread over the sorted list (the untrained model plays all 50
-        # steps: the costly case), teacher-forced accuracy on 20 tasks (0:134:7; the low-variance metric).
-        "01_baselines": {"models": FULL_MODELS, "episode_tasks": "0:134:44", "tf_tasks": "0:134:7", "max_steps": 50},
+        # The default agent. Episodes on 4 tasks spread over the sorted list, teacher-forced accuracy on 20 tasks
+        # (0:134:7; the low-variance metric). The untrained model (it solves nothing) joins under PROFILE=full.
+        "01_baselines": {"episode_tasks": "0:134:44", "tf_tasks": "0:134:7", "max_steps": 50},
         # The behaviour-cloned agent (the untrained one joins under PROFILE=full). Supervision from teacher
         # forcing (none vs traj) on 20 valid_seen tasks, capped at 30 pairs; the TF ablation on 14 valid_unseen
         # tasks x 6 arms (none, ICL, Traj, top-20, 2 x random-20: on SmolLM2-135M's 270 heads masking 5 changes
         # little, 20 does); 03 reuses 02's heads (same supervision parameters) and runs C (top-5 heads) + the
         # segment-masking test on 13 tasks (3 arms each).
-        "02_retrieval_heads": {"models": [TRAINED], "supervision_tasks": "0:140:7", "max_pairs": 30,
+        "02_retrieval_heads": {"supervision_tasks": "0:140:7", "max_pairs": 30,
                                "tf_tasks": "0:134:10", "episode_tasks": "", "max_steps": 50, "mask_k": 20,
                                "n_random": 2},
-        "03_utilization": {"models": [TRAINED], "supervision_tasks": "0:140:7", "max_pairs": 30,
+        "03_utilization": {"supervision_tasks": "0:140:7", "max_pairs": 30,
                            "tf_tasks": "0:134:11", "episode_tasks": "", "max_steps": 50, "n_examples": 4},
         # AGMR on a slice: refine on 2 valid_seen tasks (both variants; a failure costs up to 4 episodes), evaluate
         # 7 conditions (DC-RS among them) on 3 valid_unseen tasks over two worker processes. Paper scale:
@@ -70,14 +70,14 @@ PROFILES: dict[str, dict[str, dict]] = {
     "full": {
         # Episodes and teacher forcing of all conditions as one job list over two worker processes (one per core;
         # on a cluster, run `workbench sweep grids/valid_unseen_default_agent.yaml --ray-address ...` instead).
-        "01_baselines": {"models": FULL_MODELS, "episode_tasks": "all", "tf_tasks": "all", "max_steps": 50,
+        "01_baselines": {"compare": [UNTRAINED], "episode_tasks": "all", "tf_tasks": "all", "max_steps": 50,
                          "workers": 2},
         # Both models (a model whose weights are missing is skipped with a warning); task-level transitions
         # from episodes on every valid_seen task, plus step-level ones.
-        "02_retrieval_heads": {"models": FULL_MODELS, "supervision_tasks": "all", "supervision_episode_tasks": "all",
+        "02_retrieval_heads": {"compare": [UNTRAINED], "supervision_tasks": "all", "supervision_episode_tasks": "all",
                                "max_pairs": None, "tf_tasks": "all", "episode_tasks": "all", "max_steps": 50,
                                "mask_k": 20, "n_random": 5},
-        "03_utilization": {"models": FULL_MODELS, "supervision_tasks": "all", "supervision_episode_tasks": "all",
+        "03_utilization": {"compare": [UNTRAINED], "supervision_tasks": "all", "supervision_episode_tasks": "all",
                            "max_pairs": None, "tf_tasks": "all", "episode_tasks": "0:134:4", "max_steps": 50,
                            "n_examples": 6},
         "04_agmr": {"refine_tasks": "all", "eval_tasks": "all", "max_steps": 50, "workers": 2, "n_cases": 2},

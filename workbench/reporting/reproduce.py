@@ -1,8 +1,9 @@
-"""``make reproduce``: run every report notebook with papermill into the reports folder."""
+"""``make reproduce``: run every report notebook with papermill into the profile's reports set."""
 
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -12,71 +13,107 @@ from workbench.locks import folder_lock
 from workbench.memory.trajectory import atomic_write_text
 from workbench.provenance import versions
 from workbench.reporting.profiles import PROFILES, notebook_parameters
+from workbench.reporting.save import write_home_index, write_set_index
 from workbench.reporting.watchdog import run_notebook
 
-__all__ = ["reproduce", "NOTEBOOKS_DIR"]
+__all__ = ["reproduce", "report_set", "NOTEBOOKS_DIR", "REPO"]
 
 NOTEBOOKS_DIR = Path(__file__).resolve().parents[2] / "notebooks"
+REPO = NOTEBOOKS_DIR.parent
 
 
 def machine() -> dict:
     """What the wall times were measured on (CPU count, thread settings the kernels inherit)."""
-    import os
     import platform
 
     return {"cpus": os.cpu_count(), "platform": platform.platform(),
             "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS")}
 
 
+def report_set(profile: str, dtype: str | None = None) -> str:
+    """The name of a profile's reports set (and of its runs folder): ``full``, or ``full-bfloat16`` where every
+    notebook's dtype was forced."""
+    return profile if dtype is None else f"{profile}-{dtype}"
+
+
+def _relative(path: Path, start: Path) -> str:
+    return os.path.relpath(Path(path).resolve(), start.resolve())
+
+
+def _strip_machine_paths(notebook: Path) -> None:
+    """Make the paths a rendered notebook shows relative to the repository (and the home folder ``~``), so the
+    committed notebooks do not embed the machine that rendered them."""
+    data = json.loads(notebook.read_text())
+    pm = data.get("metadata", {}).get("papermill", {}) if isinstance(data, dict) else {}
+    for key in ("input_path", "output_path"):  # papermill records where it read and wrote
+        if isinstance(pm.get(key), str):
+            path = Path(pm[key]).resolve()
+            pm[key] = str(path.relative_to(REPO)) if path.is_relative_to(REPO) else path.name
+    text = json.dumps(data, indent=1, ensure_ascii=False) + "\n"
+    for prefix, short in ((f"{REPO}/", ""), (str(REPO), "."), (f"{Path.home()}/", "~/")):
+        text = text.replace(json.dumps(prefix)[1:-1], short)
+    atomic_write_text(notebook, text)
+
+
 def reproduce(profile: str = "default", reports: str = "reports", notebooks: list[str] | None = None,
               runs: str = "runs", dtype: str | None = None, stall_minutes: float = 20.0, retries: int = 1) -> dict:
-    """Execute the report notebooks of ``profile`` (all of them, or those named) and record wall times.
+    """Execute the report notebooks of ``profile`` (all of them, or those named) into its reports set.
 
-    The executed copies land in ``reports/notebooks/`` so a reader sees the outputs without running.
-    ``dtype``: run every notebook's model in this dtype (default: the notebooks' own, float32); its runs get
-    folders of their own (``runs/<profile>-<dtype>``), and every table says the dtype.
+    The set is ``REPORTS/<profile>`` (``REPORTS/<profile>-<dtype>`` with ``dtype``), so one profile never
+    overwrites another's tables, figures or notebooks: ``make reproduce`` regenerates ``reports/default/`` and
+    leaves the committed paper-scale set ``reports/full-bfloat16/`` as it is. The executed copies land in
+    ``<set>/notebooks/`` so a reader sees the outputs without running; the paths they show are relative to the
+    repository. ``dtype``: run every notebook's model in this dtype (default: the notebooks' own, float32); its
+    runs get folders of their own (``runs/<profile>-<dtype>``).
 
     Each notebook renders in a child papermill process under a watchdog (:mod:`workbench.reporting.watchdog`):
     a render whose processes use no CPU for ``stall_minutes`` (papermill's lost-reply hang) is killed and
     started again, up to ``retries`` times -- every run resumes, so only the rendering repeats. Its log is
     ``<runs_dir>/reproduce.<notebook>.log``.
 
-    ``reports/reproduce.json`` keeps, per notebook, what rendered it last (``notebooks``: profile, dtype, wall
-    time, git commit, when), so reports rendered by several invocations -- the default profile, then one
-    notebook at paper scale -- say which is which; its top-level ``profile`` / ``dtype`` / ``versions`` /
-    ``machine`` are the last invocation's.
+    ``<set>/reproduce.json`` records per notebook what rendered it (profile, dtype, wall and CPU time, the
+    command, package versions, git commit, machine, when); there is no set-wide profile, as a set may hold
+    notebooks rendered by several invocations. ``REPORTS/index.md`` lists the sets.
+
+    Returns:
+        The wall seconds per notebook rendered.
     """
-    with folder_lock(reports, f"workbench reproduce --profile {profile} --out {reports}"):
-        return _reproduce(profile, reports, notebooks, runs, dtype, stall_minutes, retries)
+    out = Path(reports) / report_set(profile, dtype)
+    with folder_lock(out, f"workbench reproduce --profile {profile} --out {reports}"):
+        timings = _reproduce(profile, out, notebooks, runs, dtype, stall_minutes, retries)
+    write_home_index(reports)
+    return timings
 
 
-def _reproduce(profile: str, reports: str, notebooks: list[str] | None, runs: str, dtype: str | None,
+def _reproduce(profile: str, out: Path, notebooks: list[str] | None, runs: str, dtype: str | None,
                stall_minutes: float, retries: int) -> dict:
     if profile not in PROFILES:
         raise ValueError(f"unknown profile '{profile}' (known: {', '.join(PROFILES)})")
     names = notebooks or sorted(PROFILES[profile])
-    out_dir = Path(reports) / "notebooks"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    timings, finished, restarts, cpu = {}, {}, {}, {}
-    for name in tqdm(names, desc=f"reproduce [{profile}]"):
+    (out / "notebooks").mkdir(parents=True, exist_ok=True)
+    timings = {}
+    for name in tqdm(names, desc=f"reproduce [{out.name}]"):
         src = NOTEBOOKS_DIR / f"{name}.ipynb"
         if not src.exists():
             raise FileNotFoundError(f"{src}: no such notebook (known: {', '.join(sorted(PROFILES[profile]))})")
-        params = notebook_parameters(profile, name, str(Path(reports).resolve()), str(Path(runs).resolve()))
+        # the notebook runs in notebooks/: it is handed paths relative to there, and shows no machine's paths
+        params = notebook_parameters(profile, name, _relative(out, NOTEBOOKS_DIR), _relative(Path(runs), NOTEBOOKS_DIR))
         if dtype is not None:
             params.update(dtype=dtype, runs_dir=f"{params['runs_dir']}-{dtype}")
-        done = run_notebook(src, out_dir / src.name, params, cwd=NOTEBOOKS_DIR,
-                            log=Path(params["runs_dir"]) / f"reproduce.{name}.log", stall_s=60 * stall_minutes,
-                            retries=retries)
-        timings[name], restarts[name], cpu[name] = done.wall_s, done.restarts, done.cpu_s
-        finished[name] = time.strftime("%Y-%m-%dT%H:%M:%S")
-    path = Path(reports) / "reproduce.json"
-    old = json.loads(path.read_text()) if path.exists() else {}
-    now = versions()
-    rendered = {name: {"profile": profile, "dtype": dtype or "float32", "wall_s": wall, "cpu_s": cpu[name],
-                       "stalled_restarts": restarts[name], "git_commit": now.get("git_commit"), "finished": finished[name]}
-                for name, wall in timings.items()}
-    old.update({"profile": profile, "dtype": dtype or "float32", "wall_s": {**old.get("wall_s", {}), **timings},
-                "notebooks": {**old.get("notebooks", {}), **rendered}, "versions": now, "machine": machine()})
-    atomic_write_text(path, json.dumps(old, indent=1) + "\n")
+        done = run_notebook(src, out / "notebooks" / src.name, params, cwd=NOTEBOOKS_DIR,
+                            log=NOTEBOOKS_DIR / params["runs_dir"] / f"reproduce.{name}.log",
+                            stall_s=60 * stall_minutes, retries=retries)
+        _strip_machine_paths(out / "notebooks" / src.name)
+        timings[name] = done.wall_s
+        now = versions()
+        command = (f"workbench reproduce --profile {profile}" + (f" --dtype {dtype}" if dtype else "")
+                   + f" --notebooks {name}")
+        record = {"profile": profile, "dtype": dtype or "float32", "wall_s": done.wall_s, "cpu_s": done.cpu_s,
+                  "stalled_restarts": done.restarts, "command": command, "git_commit": now.pop("git_commit", None),
+                  "finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "versions": now, "machine": machine()}
+        path = out / "reproduce.json"
+        old = json.loads(path.read_text()) if path.exists() else {}
+        old = {"notebooks": {**old.get("notebooks", {}), name: record}}  # per notebook only
+        atomic_write_text(path, json.dumps(old, indent=1) + "\n")
+        write_set_index(out)
     return timings

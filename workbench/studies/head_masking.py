@@ -156,6 +156,23 @@ class HeadAblationResult:
             out[f"{metric}_change_random"] = diff(rand, traj)
         return out
 
+    def caption(self) -> str:
+        """What the head-masking test shows, in words: the teacher-forced accuracy of each group, and whether
+        masking the retrieval heads removes more of Traj's accuracy than masking random heads (AGMR's Figure 2)."""
+        s = self.summary()
+        acc = {g: v["tf_accuracy"] for g, v in s.items() if v.get("tf_accuracy") is not None}
+        if not {"traj", "top", "random"} <= set(acc):
+            return "Teacher-forced accuracy per arm (Traj, top-k masked and random-k masked are needed to compare)."
+        names = {"none": "no memory", "icl": "ICL", "traj": "Traj", "top": f"Traj with the top-{self.k} heads masked",
+                 "random": f"Traj with {self.k} random heads masked (mean of {s['random']['n_arms']} draws)"}
+        text = "Teacher-forced accuracy: " + ", ".join(f"{names[g]} {acc[g]:.1%}" for g in names if g in acc) + "."
+        drop_top, drop_random = acc["traj"] - acc["top"], acc["traj"] - acc["random"]
+        if drop_top > drop_random:
+            return text + (f" Masking the retrieval heads costs {100 * drop_top:.1f} points, random heads "
+                           f"{100 * drop_random:.1f}: as in AGMR's Figure 2.")
+        return text + (f" **Not as in AGMR's Figure 2**: the retrieval heads cost {100 * drop_top:.1f} points, random "
+                       f"heads {100 * drop_random:.1f}.")
+
     def table(self):
         """A pandas DataFrame, one row per arm."""
         import pandas as pd

@@ -41,7 +41,8 @@ from workbench.studies.supervision import (
     task_transitions,
 )
 
-__all__ = ["try_load_model", "split_experts", "teacher_forced_steps", "build_supervision", "retrieval_heads"]
+__all__ = ["try_load_model", "split_experts", "teacher_forced_steps", "build_supervision", "retrieval_heads",
+           "committed_heads_note"]
 
 
 def try_load_model(name: str, dtype: str = "float32") -> Any | None:
@@ -168,3 +169,22 @@ def retrieval_heads(
     scores.save(path)
     KeyedResult(path, key).mark()
     return scores
+
+
+def committed_heads_note(model_name: str, top: Sequence[tuple[int, int]]) -> str:
+    """How heads scored here compare with the model's committed retrieval heads (``assets/heads``), in words:
+    the two rankings and their overlap, and where the committed ones came from (their command, dtype and slice
+    can differ from this render's, and the ranking below the first few heads moves with them)."""
+    from workbench.attention.heads import HEADS_ASSETS, read_retrieval_heads
+
+    path = HEADS_ASSETS / f"{model_name}.json"
+    if not path.exists():
+        return f"`{model_name}` has no committed retrieval heads."
+    committed = read_retrieval_heads(path, model_name)
+    name = lambda h: f"L{h[0]}.H{h[1]}"  # noqa: E731
+    same = len({tuple(h) for h in top} & {tuple(h) for h in committed[:len(top)]})
+    source = json.loads(path.read_text()).get("source", "")
+    return (f"Top {len(top)} here: {', '.join(map(name, top))}. Committed for `{model_name}` "
+            f"(`workbench/assets/heads/{path.name}`): {', '.join(map(name, committed))}; {same} of {len(top)} in "
+            f"common. The committed ones come from {source.split(':')[0] if source else 'an unrecorded command'}: "
+            "a different dtype or slice moves the lower ranks.")

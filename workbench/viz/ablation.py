@@ -1,10 +1,16 @@
-"""Figure 2 (head masking) and Figure 3 (segment masking): bars with the change relative to the full-memory run."""
+"""Figure 2 (head masking) and Figure 3 (segment masking): bars with the change relative to the full-memory run.
+
+A panel whose bars are all equal (every change rounds to +0.0 pp) says so in the panel: "no difference between
+the arms: null result", so a reader of the figure alone cannot take three equal bars for a drawing error.
+"""
 
 from __future__ import annotations
 
 from matplotlib.figure import Figure
 
-__all__ = ["head_ablation_figure", "segment_masking_figure"]
+__all__ = ["NULL_NOTE", "all_equal", "head_ablation_figure", "segment_masking_figure"]
+
+NULL_NOTE = "no difference between the arms: null result"
 
 _METRICS = (("tf_accuracy", "teacher-forced accuracy (%)"), ("tf_mean_p", "mean p(expert action) (%)"),
             ("success_rate", "episode success rate (%)"))
@@ -12,8 +18,16 @@ _COLORS = {"none": "#d9d9d9", "icl": "#9e9e9e", "traj": "#3f6fb5", "top": "#d054
            "full": "#3f6fb5", "bottom_removed": "#e8a33d", "top_removed": "#d0543c"}
 
 
+def all_equal(values) -> bool:
+    """Whether the measured ``values`` (fractions; ``None`` = not measured) agree to 0.05 percentage points, the
+    precision of the changes printed above the bars; at least two must be measured."""
+    got = [100 * v for v in values if v is not None]
+    return len(got) >= 2 and max(got) - min(got) < 0.05
+
+
 def _bars(ax, labels, keys, values, errors, reference, ylabel):
-    """Bars in %, sd whiskers where given, and each bar's change vs ``reference = (key, value)`` above it."""
+    """Bars in %, sd whiskers where given, and each bar's change vs ``reference = (key, value)`` above it; a note
+    inside the panel, above the bars, when all bars are equal."""
     xs = list(range(len(labels)))
     heights = [100 * (v or 0.0) for v in values]
     ax.bar(xs, heights, color=[_COLORS[k] for k in keys], edgecolor="black", linewidth=0.5)
@@ -28,9 +42,13 @@ def _bars(ax, labels, keys, values, errors, reference, ylabel):
         elif reference is not None and key != reference[0]:
             ax.text(x, y, f"{100 * (v - reference[1]):+.1f}", ha="center", va="bottom", fontsize=8,
                     fontweight="bold")
-    ax.set_xticks(xs, labels, rotation=15, ha="right", fontsize=8)
+    ax.set_xticks(xs, labels, fontsize=7 if len(labels) > 3 else 8)  # level: rotated labels of 5 bars collide
     ax.set_ylabel(ylabel)
-    ax.set_ylim(0, top * 1.2)
+    null = all_equal(values) and not any(errors)
+    ax.set_ylim(0, top * (1.4 if null else 1.2))
+    if null:  # above the bars and their numbers (they reach 1.1 * top): the note covers no data
+        ax.text(0.5, 0.97, NULL_NOTE, transform=ax.transAxes, ha="center", va="top", fontsize=8, style="italic",
+                bbox={"boxstyle": "round", "facecolor": "#fff3c4", "edgecolor": "0.6"})
     ax.grid(axis="y", alpha=0.3)
 
 
@@ -53,7 +71,7 @@ def head_ablation_figure(result, title: str | None = None) -> Figure:
     metrics = [(m, label) for m, label in _METRICS if any(s[g][m] is not None for g in groups)]
     if not metrics:
         raise ValueError("the ablation result holds neither teacher-forced accuracy nor episode success")
-    fig = Figure(figsize=(3.6 * len(metrics) + 0.4, 3.6), layout="constrained")
+    fig = Figure(figsize=(4.4 * len(metrics) + 0.4, 3.6), layout="constrained")
     axes = fig.subplots(1, len(metrics), squeeze=False)[0]
     for ax, (metric, label) in zip(axes, metrics):
         traj = s.get("traj", {}).get(metric)
@@ -61,6 +79,8 @@ def head_ablation_figure(result, title: str | None = None) -> Figure:
               [s[g][f"{metric}_sd"] if s[g]["n_arms"] > 1 else None for g in groups],
               ("traj", traj) if traj is not None else None, label)
     fig.suptitle(title or f"Retrieval-head masking, {result.model_name}", fontsize=10)
+    fig.supxlabel("numbers: change vs Traj (percentage points)" + (
+        "; whiskers: sd over the random draws" if s.get("random", {}).get("n_arms", 0) > 1 else ""), fontsize=8)
     return fig
 
 
@@ -79,11 +99,13 @@ def segment_masking_figure(result, title: str | None = None) -> Figure:
     metrics = [(m, label) for m, label in _METRICS if any(s[a][m] is not None for a in arms)]
     if not metrics:
         raise ValueError("the segment-masking result holds no task")
-    fig = Figure(figsize=(3.6 * len(metrics) + 0.4, 3.6), layout="constrained")
+    fig = Figure(figsize=(4.4 * len(metrics) + 0.4, 3.6), layout="constrained")
     axes = fig.subplots(1, len(metrics), squeeze=False)[0]
     for ax, (metric, label) in zip(axes, metrics):
         full = s["full"][metric]
         _bars(ax, [names[a] for a in arms], arms, [s[a][metric] for a in arms], [None] * 3,
               ("full", full) if full is not None else None, label)
     fig.suptitle(title or f"Removing memory segments by peak utilization, {result.model_name}", fontsize=10)
+    fig.supxlabel(f"numbers: change vs Traj (all) in percentage points; segments ranked by c^max, "
+                  f"{result.fraction:.0%} removed per arm", fontsize=8)
     return fig

@@ -18,14 +18,21 @@ from workbench.envs.memory_base import default_memory_base
 from workbench.memory.base import MemoryBase
 from workbench.methods.agmr.refine_folder import load_executions, load_log
 from workbench.methods.agmr.verify import recorded_verifier
+from workbench.viz.curves import legend_outside
 from workbench.viz.utilization import (
+    C_LABEL,
     episode_utilization_figure,
     figure_image,
     utilization_figure,
 )
 
-__all__ = ["scenario_distribution_figure", "scenario_success_figure", "refinement_case_figure",
-           "refinement_explorer", "SCENARIO_LABELS"]
+__all__ = [
+    "SCENARIO_LABELS",
+    "refinement_case_figure",
+    "refinement_explorer",
+    "scenario_distribution_figure",
+    "scenario_success_figure",
+]
 
 SCENARIO_LABELS = {"attended_but_wrong": "1: attended but wrong", "missed_relevant": "2: missed relevant",
                    "distracted_by_irrelevant": "3: distracted by irrelevant"}
@@ -35,24 +42,33 @@ def scenario_distribution_figure(records: Sequence, title: str = "Scenarios amon
     """Figure 9: how the failed refinement tasks split over the three patterns (the refiner's, and the rule's), as
     diagnosed in each task's final refinement iteration (the paper's definition).
 
+    Under the bars the figure says on how many tasks the refiner and the rule on C name the same pattern (equal
+    bars alone would not say whether they agree task by task).
+
     Args:
         records: :class:`~workbench.methods.agmr.TaskRecord` s (``load_log(root)``).
     """
     fails = [r for r in records if r.branch == "failure"]
-    fig = Figure(figsize=(6.5, 3.2))
+    fig = Figure(figsize=(7.5, 3.4), layout="constrained")
     ax = fig.subplots()
     keys = list(SCENARIO_LABELS)
     refiner = Counter(r.final_pattern for r in fails)
     rule = Counter(r.final_rule_pattern for r in fails)
     x = range(len(keys))
-    ax.bar([i - 0.2 for i in x], [refiner[k] for k in keys], width=0.4, label="refiner", color="#4c72b0")
-    ax.bar([i + 0.2 for i in x], [rule[k] for k in keys], width=0.4, label="rule on C", color="#dd8452")
+    for bars in (ax.bar([i - 0.2 for i in x], [refiner[k] for k in keys], width=0.4, label="refiner", color="#4c72b0"),
+                 ax.bar([i + 0.2 for i in x], [rule[k] for k in keys], width=0.4, label="rule on C", color="#dd8452")):
+        ax.bar_label(bars, fontsize=7)
+    ax.margins(y=0.12)
     ax.set_xticks(list(x), [SCENARIO_LABELS[k] for k in keys], fontsize=8)
+    ax.set_xlabel("diagnosed pattern (final refinement iteration)", fontsize=8)
     ax.set_ylabel("failed refinement tasks")
     none = sum(1 for r in fails if r.final_rule_pattern is None)
     ax.set_title(f"{title} (n={len(fails)}" + (f", {none} without a diagnosis)" if none else ")"), fontsize=9)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
+    legend_outside(ax)
+    if fails:
+        agree = sum(1 for r in fails if r.final_pattern == r.final_rule_pattern)
+        fig.supxlabel(f"refiner and rule on C name the same pattern on {agree} of {len(fails)} tasks"
+                      + (": the bars are equal" if agree == len(fails) else ""), fontsize=8)
     return fig
 
 
@@ -60,7 +76,7 @@ def scenario_success_figure(table, title: str = "Success by scenario group") -> 
     """Figure 7: success per scenario group (rows of :func:`~workbench.methods.agmr.success_by_scenario`) and
     condition (its columns other than ``n``)."""
     conds = [c for c in table.columns if c != "n"]
-    fig = Figure(figsize=(7.5, 3.4))
+    fig = Figure(figsize=(8.5, 3.4), layout="constrained")
     ax = fig.subplots()
     width = 0.8 / max(len(conds), 1)
     for j, c in enumerate(conds):
@@ -68,30 +84,48 @@ def scenario_success_figure(table, title: str = "Success by scenario group") -> 
                width=width, label=c)
     ax.set_xticks(range(len(table)), [f"{SCENARIO_LABELS.get(g, g)}\n(n={int(n)})" for g, n in table["n"].items()],
                   fontsize=7)
+    ax.set_xlabel("scenario group of the entry retrieved for the task (n: evaluation tasks)", fontsize=8)
     ax.set_ylabel("success (%)")
     ax.set_ylim(0, 100)
     ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7, ncol=min(len(conds), 4))
-    fig.tight_layout()
+    legend_outside(ax, title="condition", title_fontsize=8)
     return fig
 
 
-def refinement_case_figure(case: dict) -> Figure:
+def refinement_case_figure(case: dict, max_step_labels: int = 12) -> Figure:
     """Figure 6 for one case of :func:`~workbench.methods.agmr.refinement_cases`: C with m* (left) and with the
-    committed m' (right), critical step and target marked."""
-    fig = Figure(figsize=(13, 4.6))
-    axes = fig.subplots(1, 2)
+    committed m' (right), critical step and target marked.
+
+    Both panels share one colour scale and one colorbar, so a darker cell is more utilization in either panel;
+    each panel is as wide as its episode is long (within limits), and at most ``max_step_labels`` steps of each
+    are labelled (every k-th one, plus the critical step).
+    """
     r = case["record"]
-    for ax, key, label in zip(axes, ("before", "after"), ("before (m*)", "after (m', verified)")):
-        rec = case[key]
+    recs = [case["before"], case["after"]]
+    mats = [rec.matrix() for rec in recs]
+    values = [float(v) for m in mats for v in (m.C.min(), m.C.max()) if m.C.numel()]
+    vmin, vmax = (min(values), max(values)) if values else (None, None)
+    steps = [max(m.C.shape[1], 1) for m in mats]
+    ratios = [min(max(n, 12), 40) for n in steps]  # short episodes keep readable columns, long ones a bounded panel
+    fig = Figure(figsize=(min(6.0 + 0.17 * sum(ratios), 17), 4.8), layout="constrained")
+    axes = fig.subplots(1, 2, width_ratios=ratios)
+    for ax, rec, label in zip(axes, recs, ("before (m*)", "after (m', verified)")):
         acts = [t.splitlines()[-1].removeprefix(">").strip() if t else "" for t in rec.segment_texts]
         utilization_figure(rec.matrix(), segment_labels=acts, step_labels=rec.actions, critical_step=rec.critical_step,
-                           ideal_segment=rec.ideal_segment, ax=ax,
-                           title=f"{label}: {'success' if rec.success else 'failure'}, {len(acts)} segments")
+                           ideal_segment=rec.ideal_segment, ax=ax, max_step_labels=max_step_labels, vmin=vmin,
+                           vmax=vmax, colorbar=False, label_chars=30,
+                           title=f"{label}: {'success' if rec.success else 'failure'}, {len(acts)} segments, "
+                                 f"{len(rec.actions)} steps")
+    if axes[0].images:
+        fig.colorbar(axes[0].images[0], ax=list(axes), label=f"{C_LABEL}, both panels", shrink=0.9)
+    notes = [n for ax in axes for n in ax.get_xlabel().removeprefix("decision step").strip(" ()").split("; ") if n]
+    for ax in axes:  # the marks' key once, under both panels
+        ax.set_xlabel("decision step")
+    if notes:
+        fig.supxlabel("; ".join(dict.fromkeys(notes)), fontsize=8)
     pattern = r.committed_pattern or r.first_rule_pattern or r.branch
     fig.suptitle(f"{r.task_id.split('/')[1] if '/' in r.task_id else r.task_id} · {r.branch} · {pattern} · entry "
                  f"{r.entry_id}", fontsize=9)
-    fig.tight_layout()
     return fig
 
 

@@ -166,21 +166,6 @@ def _c_html(columns: list[tuple[int, dict]]) -> str:
             f"(columns)</p><table class='live-c' style='border-collapse:collapse'>{head}{''.join(rows)}</table>")
 
 
-def _c_column(spans: Sequence[dict]) -> dict:
-    """One column of C from a step's span rows: the mass on each memory segment (its thought and action tokens,
-    observations excluded, as AGMR's C) or working-memory item; history steps are not memory."""
-    col: dict = {}
-    for r in spans:
-        if r["segment"] is not None and r["kind"] in ("thought", "action"):
-            key = f"s{r['segment']}"
-        elif r["item"] is not None:
-            key = r["item"]
-        else:
-            continue
-        col[key] = col.get(key, 0.0) + r["mass"]
-    return col
-
-
 def _err(e: BaseException) -> str:
     return f"<span class='live-error' style='color:#b00'>{escape(type(e).__name__)}: {escape(str(e))}</span>"
 
@@ -374,7 +359,9 @@ class AgentPlayer:
 
     def _add_column(self, step: int) -> None:
         if self.session is not None and self.session.capture is not None:
-            self.columns.append((step, _c_column(self.session.attention(step))))
+            from workbench.live import memory_mass
+
+            self.columns.append((step, memory_mass(self.session.attention(step))))
 
     # -- views ---------------------------------------------------------------------------------------------------
     def refresh(self, played: Any = None, light: bool = False) -> None:

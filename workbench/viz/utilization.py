@@ -14,12 +14,39 @@ from matplotlib.patches import Rectangle
 
 from workbench.memory.task_info import parse_game_ref
 
-__all__ = ["utilization_figure", "episode_utilization_figure"]
+__all__ = ["C_LABEL", "episode_utilization_figure", "labelled_steps", "step_label_stride", "utilization_figure"]
+
+C_LABEL = "C (n_t-rescaled attention)"
 
 
 def _short(text: str, n: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= n else text[: n - 1] + "…"
+
+
+_NICE_STRIDES = (1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000)
+
+
+def step_label_stride(n_steps: int, max_labels: int) -> int:
+    """The smallest "nice" stride (1, 2, 5, 10, 20, 25, 50, ...) that labels at most ``max_labels`` of
+    ``n_steps`` steps (u0, u_stride, u_2*stride, ...)."""
+    for stride in _NICE_STRIDES:
+        if -(-n_steps // stride) <= max(max_labels, 1):
+            return stride
+    return -(-n_steps // max(max_labels, 1))
+
+
+def labelled_steps(n_steps: int, max_labels: int, keep: Sequence[int] = ()) -> list[int]:
+    """Which steps get a tick label: every stride-th one, plus the steps in ``keep`` (e.g. the critical step),
+    each of which replaces the stride label nearest to it when they would sit side by side."""
+    stride = step_label_stride(n_steps, max_labels)
+    shown = set(range(0, n_steps, stride))
+    for t in keep:
+        if t is None or not 0 <= t < n_steps or t in shown:
+            continue
+        shown -= {s for s in shown if abs(s - t) < max(stride / 2, 1)}
+        shown.add(t)
+    return sorted(shown)
 
 
 def utilization_figure(
@@ -32,8 +59,15 @@ def utilization_figure(
     label_chars: int = 38,
     wrong_steps: Sequence[int] = (),
     ax=None,
+    max_step_labels: int = 20,
+    vmin: float | None = None,
+    vmax: float | None = None,
+    colorbar: bool = True,
 ) -> Figure:
     """Heatmap of C (rows: memory segments s_l, columns: decision steps u_t).
+
+    Every step has a tick; past ``max_step_labels`` steps only every k-th one (k = 2, 5, 10, ...) and the critical
+    step are labelled, so the labels stay readable at any length of episode.
 
     Args:
         C: a ``[segment, step]`` tensor/array or a :class:`~workbench.attention.UtilizationMatrix`.
@@ -43,8 +77,12 @@ def utilization_figure(
         ideal_segment: with ``critical_step``, the cell marked with a diamond (ideal memory use).
         title: the axes title.
         label_chars: labels are cut to this many characters.
-        wrong_steps: steps whose label is drawn in red (e.g. where the model left the expert's plan).
+        wrong_steps: steps whose label (or, unlabelled, whose tick) is drawn in red (e.g. where the model left the
+            expert's plan).
         ax: draw into these axes (of a larger figure) instead of a new figure.
+        max_step_labels: at most this many steps are labelled (plus the critical step).
+        vmin / vmax: the colour scale (default: this matrix's range); give both panels of a comparison the same.
+        colorbar: draw this axes' colorbar (off when the caller draws one for several panels).
 
     Returns:
         The Figure (``ax``'s when given).
@@ -54,30 +92,41 @@ def utilization_figure(
     if M.ndim != 2:
         raise ValueError(f"C must be [segment, step], got shape {tuple(M.shape)}")
     n_seg, n_steps = M.shape
-    width = 3.5 + (0.15 * label_chars if segment_labels else 0) + 0.32 * n_steps
+    shown = labelled_steps(n_steps, max_step_labels, keep=[critical_step] if critical_step is not None else [])
+    width = 3.5 + (0.15 * label_chars if segment_labels else 0) + max(0.32 * len(shown), 0.1 * n_steps)
     height = 1.8 + 0.28 * n_seg + (1.4 if step_labels else 0)
     if ax is None:
         fig = Figure(figsize=(min(width, 18), min(height, 14)), layout="constrained")
         ax = fig.add_subplot()
     else:
         fig = ax.figure
-    im = ax.imshow(M.numpy(), aspect="auto", cmap="Blues", interpolation="nearest")
+    im = ax.imshow(M.numpy(), aspect="auto", cmap="Blues", interpolation="nearest", vmin=vmin, vmax=vmax)
     ax.set_yticks(range(n_seg), [f"s{l}" + (f": {_short(segment_labels[l], label_chars)}" if segment_labels else "")
                                  for l in range(n_seg)], fontsize=7)
-    ax.set_xticks(range(n_steps), [f"u{t}" + (f": {_short(step_labels[t], 24)}" if step_labels else "")
-                                   for t in range(n_steps)], fontsize=6, rotation=90 if step_labels else 0)
-    for t, label in enumerate(ax.get_xticklabels()):
-        if t in set(wrong_steps):
+    ax.set_xticks(shown, [f"u{t}" + (f": {_short(step_labels[t], 24)}" if step_labels else "") for t in shown],
+                  fontsize=6, rotation=90 if step_labels else 0)
+    ax.set_xticks([t for t in range(n_steps) if t not in set(shown)], minor=True)
+    wrong = sorted({t for t in wrong_steps if 0 <= t < n_steps})
+    for t, label in zip(shown, ax.get_xticklabels()):
+        if t in wrong:
             label.set_color("red")
-    ax.set_xlabel("decision step")
+    if wrong:  # every wrong step shows, labelled or not: a red triangle over its column
+        ax.plot(wrong, [1.0] * len(wrong), transform=ax.get_xaxis_transform(), marker="v", markersize=4,
+                color="red", linestyle="none", clip_on=False)
+    ax.set_xlim(-0.5, n_steps - 0.5)
+    notes = ["box: critical error step, red diamond: ideal memory use"] if critical_step is not None and (
+        0 <= critical_step < n_steps) else []
+    if wrong:
+        notes.append("red: not the expert's action")
+    ax.set_xlabel("decision step" + (f"  ({'; '.join(notes)})" if notes else ""))
     ax.set_ylabel("memory segment")
     if critical_step is not None and 0 <= critical_step < n_steps:
         ax.add_patch(Rectangle((critical_step - 0.5, -0.5), 1, n_seg, fill=False, edgecolor="black", linewidth=2))
         if ideal_segment is not None and 0 <= ideal_segment < n_seg:
             ax.plot([critical_step], [ideal_segment], marker="D", markersize=8, markerfacecolor="none",
                     markeredgecolor="red", markeredgewidth=2, linestyle="none")
-        ax.set_xlabel("decision step  (box: critical error step, red diamond: ideal memory use)")
-    fig.colorbar(im, ax=ax, label="C (n_t-rescaled attention)", shrink=0.8)
+    if colorbar:
+        fig.colorbar(im, ax=ax, label=C_LABEL, shrink=0.8)
     if title:
         ax.set_title(title, fontsize=9)
     return fig
