@@ -62,7 +62,7 @@ $(VENV)/.installed-docs: $(VENV)/.installed
 install-docs: $(VENV)/.installed-docs
 
 docs: install-docs
-	$(BIN)/mkdocs build --strict
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 docs-serve: install-docs
 	$(BIN)/mkdocs serve
@@ -72,7 +72,7 @@ reproduce: install
 
 test: install install-server install-browser install-docs
 	$(BIN)/lint-imports
-	$(BIN)/mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS) tests notebooks/01_baselines.ipynb notebooks/02_retrieval_heads.ipynb \
 		notebooks/03_utilization.ipynb notebooks/04_agmr.ipynb \
 		notebooks/05_arbiter.ipynb notebooks/06_proactive.ipynb notebooks/07_live.ipynb --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider

@@ -74,7 +74,7 @@ class DropSegments:
     description and task line) stay.
 
     Args:
-        policy: the wrapped :class:`~workbench.agents.policy.MemoryPolicy` (e.g. ``RetrievedTrajectory``).
+        policy (MemoryPolicy): the wrapped :class:`~workbench.agents.policy.MemoryPolicy` (e.g. ``RetrievedTrajectory``).
         drop: task_id -> segment indices to remove (indices of the wrapped policy's entry); tasks not listed
             keep their whole memory.
     """

@@ -21,7 +21,7 @@ def run_conditions(
     ``tf_tasks`` (cheap, low variance).
 
     Args:
-        lm: a loaded model (played in this process), or a model name (loaded by each worker; in this process
+        lm (LoadedModel | str): a loaded model (played in this process), or a model name (loaded by each worker; in this process
             when ``workers`` and ``ray_address`` are unset).
         dtype: the dtype of the runs (default: ``lm``'s, or float32 for a name).
     """

@@ -194,9 +194,12 @@ def drive(cfgs: list[RunConfig], resume: bool = False, progress: bool = True, lm
     Args:
         cfgs: the configurations (distinct ``out`` folders).
         resume: continue folders that already hold runs of the same parameters.
-        lm: a model loaded in this process (serial only): it plays the configurations that name it.
-        workers / ray_address: the executor (see ``make_executor``); or pass ``executor`` (it is not closed).
-        on_result: called as ``on_result(job, result)`` after each result is written (monitoring, tests).
+        lm (LoadedModel | None): a model loaded in this process (serial only): it plays the configurations that
+            name it.
+        workers: worker processes (with ``ray_address``: the executor, see ``make_executor``); or pass
+            ``executor`` (it is not closed).
+        ray_address: a Ray cluster to play on (see ``workers``).
+        on_result (Callable | None): called as ``on_result(job, result)`` after each result is written (monitoring, tests).
         desc: the progress bar's label.
         order: ``configs`` plays each configuration's jobs before the next's; ``interleaved`` next plays a job
             of the configuration with the fewest jobs done (its earlier runs included), so a grid stopped early

@@ -37,7 +37,10 @@ class LocalBackend:
 
     Args:
         lm: an object with ``hf_model``, ``tokenizer`` and ``name`` (what ``load_model`` returns).
-        hf_model, tokenizer, model_name: the same pieces given separately (e.g. a tiny test model).
+        hf_model: the ``transformers`` model given separately (e.g. a tiny test model), with ``tokenizer`` and
+            ``model_name``.
+        tokenizer: its tokenizer.
+        model_name: its name.
 
     Tools are described in the system prompt and answered in the text form; a schema is described in the
     system prompt too (no constrained decoding in-process), and the caller validates the reply.

@@ -60,7 +60,7 @@ def band_switch_effects(agent, policy: ArbiterPolicy, traj: Trajectory, admissib
     """One row per (step, item, transition) of the module docstring.
 
     Args:
-        agent: the white-box :class:`~workbench.agents.loop.Agent` that scores.
+        agent (Agent): the white-box :class:`~workbench.agents.loop.Agent` that scores.
         policy: a MemArbiter policy (any variant), replayed from the start of ``traj``.
         admissible: the commands admissible before each step (an expert's ``meta["admissible"]``, or a rollout's
             records); a step with none is skipped.

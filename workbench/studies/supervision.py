@@ -68,7 +68,7 @@ def teacher_forced_prompt(builder: PromptBuilder, expert: Trajectory, task: Task
     Replays ``policy`` over the expert's history exactly as :func:`workbench.eval.teacher_forced_accuracy` does.
 
     Returns:
-        ``(BuiltPrompt, MemoryBlock)``.
+        (tuple[BuiltPrompt, MemoryBlock]): the prompt and the policy's block.
     """
     if not 0 <= step < expert.n_steps:
         raise ValueError(f"{expert.task_id}: step {step} outside its {expert.n_steps} expert steps")

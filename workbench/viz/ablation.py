@@ -59,7 +59,7 @@ def head_ablation_figure(result, title: str | None = None) -> Figure:
     random draws.
 
     Args:
-        result: a :class:`~workbench.attention.HeadAblationResult`.
+        result (HeadAblationResult): a :class:`~workbench.attention.HeadAblationResult`.
 
     Returns:
         A Figure with one panel per metric that was measured (teacher-forced accuracy, episode success).
@@ -90,7 +90,7 @@ def segment_masking_figure(result, title: str | None = None) -> Figure:
     Numbers above the bars are changes relative to the full memory, in percentage points.
 
     Args:
-        result: a :class:`~workbench.attention.SegmentMaskingResult`.
+        result (SegmentMaskingResult): a :class:`~workbench.attention.SegmentMaskingResult`.
     """
     s = result.summary()
     arms = ("full", "bottom_removed", "top_removed")

@@ -171,7 +171,7 @@ def refinement_explorer(root: str | Path, verify: Callable | None = None, copy: 
         copy: where accepted edits go (default ``<root>-explorer``); created as a clone of ``root`` on first use.
 
     Returns:
-        An ``ipywidgets.VBox``.
+        (ipywidgets.VBox): the explorer.
     """
     import ipywidgets as w
     from IPython.display import display

@@ -18,12 +18,12 @@ def step_view(record, step: int, top: int = 3):
     """The segments at one step: text, C[l, step], rank, and the top heads on each segment.
 
     Args:
-        record: a :class:`~workbench.attention.UtilizationEpisode`.
+        record (UtilizationEpisode): a :class:`~workbench.attention.UtilizationEpisode`.
         step: a column of its C.
         top: heads listed per segment (when the record kept ``carriers``).
 
     Returns:
-        A pandas DataFrame indexed by segment (``s0``, ``s1``, ...), strongest first.
+        (pandas.DataFrame): indexed by segment (``s0``, ``s1``, ...), strongest first.
     """
     import pandas as pd
 
@@ -50,7 +50,7 @@ def utilization_explorer(records: Sequence):
         records: :class:`~workbench.attention.UtilizationEpisode` s (e.g. ``load_utilization(path)``).
 
     Returns:
-        An ``ipywidgets.VBox`` (display it as a notebook cell's last expression).
+        (ipywidgets.VBox): the explorer (display it as a notebook cell's last expression).
     """
     import ipywidgets as w
     from IPython.display import HTML, display

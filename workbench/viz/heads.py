@@ -24,7 +24,7 @@ def head_scores_figure(scores, k: int = 5, title: str | None = None, shared_scal
     """Heatmap of retrieval scores, one panel per model; the top ``k`` heads are boxed and numbered by rank.
 
     Args:
-        scores: a :class:`~workbench.attention.HeadScores`, a sequence of them (one panel each), or a
+        scores (HeadScores | Sequence[HeadScores] | Tensor): a :class:`~workbench.attention.HeadScores`, a sequence of them (one panel each), or a
             ``[layer, head]`` tensor.
         k: how many top heads to mark.
         title: suptitle; each panel is titled by its model name.

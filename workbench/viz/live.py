@@ -530,7 +530,7 @@ def live_agmr(model: str | None = None, copy: str | Path = "runs/live/agmr-copy"
         task: the task chosen at first.
 
     Returns:
-        An ``ipywidgets.VBox`` (its ``live`` attribute is the :class:`~workbench.live.LiveRefinement`).
+        (ipywidgets.VBox): the widget (its ``live`` attribute is the :class:`~workbench.live.LiveRefinement`).
     """
     import ipywidgets as w
     from IPython.display import display
@@ -664,7 +664,7 @@ def failure_browser(run: str | Path, refine: str | Path | None = None, player: A
         model: the run's model already loaded (default: loaded in the run's dtype on first click).
 
     Returns:
-        An ``ipywidgets.VBox`` (its ``player`` attribute is the :class:`AgentPlayer`).
+        (ipywidgets.VBox): the widget (its ``player`` attribute is the :class:`AgentPlayer`).
     """
     import ipywidgets as w
 

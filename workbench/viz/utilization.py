@@ -70,7 +70,8 @@ def utilization_figure(
     step are labelled, so the labels stay readable at any length of episode.
 
     Args:
-        C: a ``[segment, step]`` tensor/array or a :class:`~workbench.attention.UtilizationMatrix`.
+        C (Tensor | numpy.ndarray | UtilizationMatrix): a ``[segment, step]`` tensor/array or a
+            :class:`~workbench.attention.UtilizationMatrix`.
         segment_labels: per segment (e.g. its action), shown as ``s_l: label``.
         step_labels: per step (e.g. the action taken), shown under ``u_t``.
         critical_step: the column to box (earliest critical error step).
@@ -79,9 +80,10 @@ def utilization_figure(
         label_chars: labels are cut to this many characters.
         wrong_steps: steps whose label (or, unlabelled, whose tick) is drawn in red (e.g. where the model left the
             expert's plan).
-        ax: draw into these axes (of a larger figure) instead of a new figure.
+        ax (matplotlib.axes.Axes | None): draw into these axes (of a larger figure) instead of a new figure.
         max_step_labels: at most this many steps are labelled (plus the critical step).
-        vmin / vmax: the colour scale (default: this matrix's range); give both panels of a comparison the same.
+        vmin: the colour scale's low end (default: this matrix's); give both panels of a comparison the same.
+        vmax: the colour scale's high end (default: this matrix's).
         colorbar: draw this axes' colorbar (off when the caller draws one for several panels).
 
     Returns:

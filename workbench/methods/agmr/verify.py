@@ -21,8 +21,8 @@ def recorded_verifier(refine_root: str | Path):
     """A verifier that replays what is on record: for a candidate the refinement played, its verification run.
 
     Returns:
-        ``verify(task_id, candidate) -> Execution`` (KeyError when that candidate was never played: use
-        :func:`model_verifier` to play it).
+        (Callable[[str, MemoryEntry], Execution]): ``verify(task_id, candidate) -> Execution`` (KeyError when that
+            candidate was never played: use :func:`model_verifier` to play it).
     """
     execs = [e for e in load_executions(refine_root) if e.candidate]
 
@@ -40,7 +40,7 @@ def model_verifier(lm: Any, heads: Sequence[tuple[int, int]], split: str = "vali
     """A verifier that plays the task with the candidate (the same execution as the refinement's, heads captured).
 
     Returns:
-        ``verify(task_id, candidate) -> Execution``.
+        (Callable[[str, MemoryEntry], Execution]): ``verify(task_id, candidate) -> Execution``.
     """
     tasks = {t.task_id: t for t in load_alfworld_tasks(split)}
     state: dict = {}
