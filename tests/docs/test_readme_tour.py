@@ -27,6 +27,8 @@ def test_the_tour_runs(tmp_path, monkeypatch, capsys):
     exec(compile(tour(), str(README), "exec"), scope)
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 7 and out[0].startswith("0 ")  # six steps, then the next decision's top candidates
-    C, pieces, steps = scope["C"], scope["pieces"], scope["steps"]
-    assert C.shape == (len(pieces), 6) and steps == list(range(6)) and all(p.startswith("s") for p in pieces)
-    assert (C > 0).any() and (tmp_path / "c.png").stat().st_size > 0
+    C = scope["C"].C  # a UtilizationMatrix: segments x the six steps played
+    assert C.shape[1] == 6 and C.shape[0] >= 1 and (C > 0).any()
+    assert (tmp_path / "c.png").stat().st_size > 0
+    mass, pieces, steps = scope["s"].memory_attention()  # the player's raw per-piece mass, the same segments
+    assert mass.shape == (len(pieces), 6) and steps == list(range(6)) and all(p.startswith("s") for p in pieces)

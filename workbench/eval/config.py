@@ -42,7 +42,7 @@ class RunConfig:
         decode: ``score`` (likelihood over admissible commands), ``generate`` (Thought/Action mapped to an
             admissible command) or ``generate-verbatim`` (Thought/Action executed as written: ALFWorld answers an
             invalid command "Nothing happens."); see ``workbench.agents.loop.DECODES``.
-        dtype: the model's weights and activations: ``float32`` or ``bfloat16`` (see the README for which
+        dtype: the model's weights and activations: ``float32`` or ``bfloat16`` (docs/guide/models.md: which
             batch runs use and why).
         teacher_forcing_tasks: the slice teacher forcing scores, when it is not ``tasks`` (teacher forcing is
             cheap and low-variance, so it often covers more tasks than the episodes).

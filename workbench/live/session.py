@@ -208,12 +208,14 @@ class Session:
                                                                                   mass.tolist())}})
         return out
 
-    def utilization(self) -> tuple[Any, list[str], list[int]]:
-        """C of the steps played so far: the captured heads' attention mass on each memory piece (rows) at each
-        played decision (columns), as the player draws it (:func:`memory_mass`).
+    def memory_attention(self) -> tuple[Any, list[str], list[int]]:
+        """The captured heads' attention mass on each memory piece (rows) at each decision played so far
+        (columns), as the player draws it (:func:`memory_mass`), for any policy: a trajectory's segments or a
+        working memory's items. This is the raw mass (each head's attention row sums to 1), not AGMR's C, which
+        rescales by the prompt length n_t and needs a fixed memory block: ``session.capture.utilization()``.
 
         Returns:
-            ``(C, pieces, steps)``: a ``[pieces, steps]`` float array (a piece absent from a step's prompt is 0),
+            ``(mass, pieces, steps)``: a ``[pieces, steps]`` float array (a piece absent from a step's prompt is 0),
             the pieces' labels (``s<l>`` for a trajectory segment, the item id of a working-memory item) in the
             order they first appear, and the steps.
 
@@ -226,9 +228,9 @@ class Session:
             self.attention()  # raises the SessionError that says why
         columns = [memory_mass(self.attention(k)) for k in range(len(self.capture.capture.steps))]
         pieces = list(dict.fromkeys(key for col in columns for key in col))
-        C = np.array([[col.get(p, 0.0) for col in columns] for p in pieces], dtype=float).reshape(len(pieces),
-                                                                                                  len(columns))
-        return C, pieces, list(range(len(columns)))
+        mass = np.array([[col.get(p, 0.0) for col in columns] for p in pieces], dtype=float).reshape(
+            len(pieces), len(columns))
+        return mass, pieces, list(range(len(columns)))
 
     def trajectory(self) -> Trajectory:
         """The episode so far, as a batch run records it."""

@@ -85,12 +85,12 @@ def check_dtype(device: str, dtype: str) -> None:
         index = int(device.split(":")[1]) if ":" in device else torch.cuda.current_device()
         if torch.cuda.get_device_capability(index) < (8, 0):  # before Ampere: bf16 emulated at best
             raise DeviceError(f"--dtype bfloat16 on {describe_device(device)}: this GPU has no native bfloat16 "
-                              "(compute capability below 8.0); use --dtype float16 or float32")
+                              "(compute capability below 8.0); use --dtype float32")
     if device == "mps":
         try:
             torch.zeros(1, dtype=torch.bfloat16, device="mps")
         except (RuntimeError, TypeError) as e:
-            raise DeviceError(f"--dtype bfloat16 on mps: {e}; use --dtype float16 or float32") from None
+            raise DeviceError(f"--dtype bfloat16 on mps: {e}; use --dtype float32") from None
 
 
 def describe_device(device: str) -> str:

@@ -16,7 +16,7 @@ from workbench.reporting.profiles import PROFILES, notebook_parameters
 from workbench.reporting.save import write_home_index, write_set_index
 from workbench.reporting.watchdog import run_notebook
 
-__all__ = ["reproduce", "report_set", "NOTEBOOKS_DIR", "REPO"]
+__all__ = ["declared_parameters", "reproduce", "report_set", "NOTEBOOKS_DIR", "REPO"]
 
 NOTEBOOKS_DIR = Path(__file__).resolve().parents[2] / "notebooks"
 REPO = NOTEBOOKS_DIR.parent
@@ -53,6 +53,24 @@ def _strip_machine_paths(notebook: Path) -> None:
     for prefix, short in ((f"{REPO}/", ""), (str(REPO), "."), (f"{Path.home()}/", "~/")):
         text = text.replace(json.dumps(prefix)[1:-1], short)
     atomic_write_text(notebook, text)
+
+
+def declared_parameters(notebook: Path) -> dict:
+    """The defaults of a notebook's ``parameters`` cell (plain assignments of literals)."""
+    import ast
+
+    cells = json.loads(Path(notebook).read_text())["cells"]
+    out: dict = {}
+    for cell in cells:
+        if "parameters" in cell.get("metadata", {}).get("tags", []):
+            source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+            for node in ast.parse(source).body:
+                if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                    try:
+                        out[node.targets[0].id] = ast.literal_eval(node.value)
+                    except ValueError:
+                        pass
+    return out
 
 
 def reproduce(profile: str = "default", reports: str = "reports", notebooks: list[str] | None = None,
@@ -108,7 +126,8 @@ def _reproduce(profile: str, out: Path, notebooks: list[str] | None, runs: str, 
         now = versions()
         command = (f"workbench reproduce --profile {profile}" + (f" --dtype {dtype}" if dtype else "")
                    + f" --notebooks {name}")
-        record = {"profile": profile, "dtype": dtype or "float32", "wall_s": done.wall_s, "cpu_s": done.cpu_s,
+        ran_in = params.get("dtype") or declared_parameters(src).get("dtype") or "float32"  # what the notebook used
+        record = {"profile": profile, "dtype": ran_in, "wall_s": done.wall_s, "cpu_s": done.cpu_s,
                   "stalled_restarts": done.restarts, "command": command, "git_commit": now.pop("git_commit", None),
                   "finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "versions": now, "machine": machine()}
         path = out / "reproduce.json"

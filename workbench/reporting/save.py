@@ -73,8 +73,7 @@ def frame_markdown(df: Any, floatfmt: str = ".3f") -> str:
     names = list(frame.index.names)
     label_cols = len(names)
     frame = frame.reset_index(allow_duplicates=True)
-    frame.columns = [*("" if n is None and label_cols == 1 else (n if n is not None else f"level {i}")
-                       for i, n in enumerate(names)), *frame.columns[label_cols:]]
+    frame.columns = [*("" if n is None else n for n in names), *frame.columns[label_cols:]]
     rows = frame.astype(object).values.tolist()
     ncol = len(frame.columns)
     numeric = [c >= label_cols and any(isinstance(r[c], (int, float)) and not _empty(r[c]) and not isinstance(r[c], bool)
