@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from workbench.eval.compare import mcnemar_exact
 
-__all__ = ["first_divergence", "PARTING_BANDS", "parting_table"]
+__all__ = ["first_divergence", "PARTING_BANDS", "parting_table", "parting_tables", "parting_sentence"]
 
 
 def first_divergence(a, b) -> int | None:
@@ -57,3 +57,28 @@ def parting_table(a, b, name_a: str = "A", name_b: str = "B", bands=PARTING_BAND
         row["p_mcnemar"] = mcnemar_exact(row[f"only {name_a}"], row[f"only {name_b}"])
     order = ["all"] + sorted(k for k in rows if k != "all")
     return pd.DataFrame.from_dict({k: rows[k] for k in order if k in rows}, orient="index")
+
+
+def parting_tables(pairs: dict, name_a: str = "A", name_b: str = "B"):
+    """:func:`parting_table` of several pairs of runs in one frame: ``pairs`` maps a condition to its ``(a, b)``
+    trajectories; the rows are indexed ``<condition>|<task type>`` (``arbiter-500|all``, ``arbiter-500|clean``)."""
+    import pandas as pd
+
+    table = pd.concat({c: parting_table(a, b, name_a, name_b) for c, (a, b) in pairs.items()})
+    table.index = [f"{c}|{t}" for c, t in table.index]
+    return table
+
+
+def parting_sentence(table, name_a: str, name_b: str) -> str:
+    """One sentence over the ``|all`` rows of :func:`parting_tables`: per condition, the tasks only ``name_a``
+    solves and those only ``name_b`` solves, with how many of each parted at step 0 (the first prompt alone)."""
+    rows = table[[str(i).endswith("|all") for i in table.index]]
+    first = PARTING_BANDS[0]
+    at0 = f"{first[0]}" if first[0] == first[1] else f"{first[0]}-{first[1]}"
+    parts = []
+    for label, r in rows.iterrows():
+        a, b = (f"{int(r[f'only {n}'])} ({int(r[f'only {n}, parted at {at0}'])})" for n in (name_a, name_b))
+        parts.append(f"`{str(label).rsplit('|', 1)[0]}` {a} / {b}")
+    if not parts:
+        return ""
+    return f"Tasks `only {name_a}` / `only {name_b}` (of them, parted at step {at0}): " + "; ".join(parts) + "."
