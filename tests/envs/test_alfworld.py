@@ -108,19 +108,28 @@ def test_memoised_text_grammar_gives_identical_games():
 
 def test_data_root_lookup_order_and_the_fetch_command(monkeypatch, tmp_path, capsys):
     """$WORKBENCH_ALFWORLD_DATA, then the repository's default, then alfworld-download's folder; the first that
-    holds games is used and said; with none, the error lists where it looked and names alfworld-download."""
+    holds games (an empty json_2.1.1/ holds none) is used and said; with none, the error lists where it looked
+    and names alfworld-download."""
     from workbench.envs import alfworld as mod
 
-    games = tmp_path / "alf"
-    (games / "json_2.1.1").mkdir(parents=True)
+    def games_in(root):
+        game = root / "json_2.1.1" / "valid_seen" / "task" / "trial" / "game.tw-pddl"
+        game.parent.mkdir(parents=True)
+        game.write_text("{}")
+        return root
+
+    games = games_in(tmp_path / "alf")
     monkeypatch.delenv("WORKBENCH_ALFWORLD_DATA", raising=False)
-    monkeypatch.setattr(mod, "_REPO_DEFAULT", tmp_path / "no-shared")
     monkeypatch.setattr(mod, "_ANNOUNCED", set())
+    empty_shared = tmp_path / "empty-shared"
+    (empty_shared / "json_2.1.1").mkdir(parents=True)
+    monkeypatch.setattr(mod, "_REPO_DEFAULT", empty_shared)  # an empty json_2.1.1/ is passed over
     monkeypatch.setenv("ALFWORLD_DATA", str(games))
     assert mod.alfworld_data_root() == games
     assert f"ALFWorld games from {games} ($ALFWORLD_DATA" in capsys.readouterr().err
-    shared = tmp_path / "shared"
-    (shared / "json_2.1.1").mkdir(parents=True)
+    mod.alfworld_data_root()
+    assert capsys.readouterr().err == ""  # said once per process
+    shared = games_in(tmp_path / "shared")
     monkeypatch.setattr(mod, "_REPO_DEFAULT", shared)
     assert mod.alfworld_data_root() == shared  # the repository's default comes before alfworld-download's
     monkeypatch.setattr(mod, "_REPO_DEFAULT", tmp_path / "no-shared")

@@ -80,3 +80,39 @@ def test_machine_paths_are_stripped_from_rendered_notebooks(tmp_path, monkeypatc
     nb.write_text(json.dumps({"text": f"{rep.REPO}/runs/x and {rep.REPO} and {Path.home()}/.cache/y"}))
     rep._strip_machine_paths(nb)
     assert json.loads(nb.read_text())["text"] == "runs/x and . and ~/.cache/y"
+
+
+def test_sibling_folders_and_urls_are_left_alone(tmp_path, monkeypatch):
+    import importlib
+
+    rep = importlib.import_module("workbench.reporting.reproduce")
+    nb = tmp_path / "n.ipynb"
+    nb.write_text(json.dumps({"text": f"{rep.REPO}-old/x, https://example.org and {rep.REPO}"}))
+    rep._strip_machine_paths(nb)
+    assert json.loads(nb.read_text())["text"] == f"{rep.REPO}-old/x, https://example.org and ."
+
+
+def test_a_damaged_reproduce_json_stops_before_any_render(tmp_path, monkeypatch):
+    import importlib
+
+    rep = importlib.import_module("workbench.reporting.reproduce")
+    (tmp_path / "reports" / "default").mkdir(parents=True)
+    (tmp_path / "reports" / "default" / "reproduce.json").write_text("{oops")
+    rendered = []
+    monkeypatch.setattr(rep, "run_notebook", lambda *a, **k: rendered.append(a))
+    with pytest.raises(ValueError, match=r"reproduce.json: not valid JSON"):
+        rep.reproduce("default", str(tmp_path / "reports"), notebooks=["01_baselines"], runs=str(tmp_path / "runs"))
+    assert not rendered and (tmp_path / "reports" / "default" / "reproduce.json").read_text() == "{oops"
+
+
+def test_declared_parameters_skip_magics_and_read_annotated_defaults(tmp_path):
+    import importlib
+
+    import nbformat
+
+    rep = importlib.import_module("workbench.reporting.reproduce")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("%matplotlib inline\ndtype: str = 'bfloat16'\nmodel = None",
+                                          metadata={"tags": ["parameters"]})]
+    nbformat.write(nb, tmp_path / "n.ipynb")
+    assert rep.declared_parameters(tmp_path / "n.ipynb") == {"dtype": "bfloat16", "model": None}

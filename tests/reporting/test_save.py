@@ -1,6 +1,7 @@
 """Reports: every table of model results states the dtype the notebook ran in."""
 
 import pandas as pd
+import pytest
 
 from workbench.reporting import Reports
 
@@ -71,3 +72,64 @@ def test_home_index_lists_every_set(tmp_path):
         Reports(tmp_path / name, "04_agmr", parameters={"dtype": "float32"}).table(df, "t")
     text = write_home_index(tmp_path).read_text()
     assert text.index("[full-bfloat16/]") < text.index("[default/]") and "Paper scale" in text
+
+
+def test_cells_that_would_break_a_pipe_table(tmp_path):
+    """A `|` in a label (the parting tables' `arbiter-500|all`) is escaped, integer row labels print as integers
+    (`rank 1`), NA / NaT print as a dash, and a row of rates that happen to be 0 and 1 keeps its decimals."""
+    from workbench.reporting.save import frame_markdown
+
+    df = pd.DataFrame({"p": [0.5, 1.0], "q": [pd.NA, 0.0]}, index=pd.Index(["arbiter-500|all", "x\ny"]))
+    text = frame_markdown(df)
+    assert "arbiter-500\\|all" in text and "x y" in text and "<NA>" not in text
+    assert all(line.count("|") - line.count("\\|") == 4 for line in text.splitlines())
+    assert "1.000" in text  # the 1.0 rate beside 0.5 is a rate
+    top = pd.DataFrame({"m": ["L1.H2", "L3.H4"]}, index=pd.RangeIndex(1, 3, name="rank"))
+    assert "| 1      | L1.H2 |" in frame_markdown(top) and "1.000" not in frame_markdown(top)
+
+
+def test_damaged_set_files_are_named_and_kept(tmp_path):
+    df = pd.DataFrame({"success": [0.25]}, index=["none"])
+    Reports(tmp_path, "01_baselines", parameters={"dtype": "float32"}).table(df, "t")
+    (tmp_path / "manifest.json").write_text("{not json")
+    with pytest.raises(ValueError, match="manifest.json: not valid JSON"):
+        Reports(tmp_path, "01_baselines").table(df, "u")
+    assert (tmp_path / "manifest.json").read_text() == "{not json"  # not overwritten
+    (tmp_path / "manifest.json").write_text('{"01_baselines": [{"kind": "table"}]}')
+    with pytest.raises(ValueError, match="section '01_baselines' is not a list"):
+        Reports(tmp_path, "01_baselines").table(df, "u")
+
+
+def test_a_new_render_replaces_its_section_of_metrics(tmp_path):
+    r = Reports(tmp_path, "05_arbiter", parameters={"dtype": "bfloat16", "verbatim_tasks": "0:134:7"})
+    r.metrics({"verbatim": 0.3})
+    Reports(tmp_path, "05_arbiter", parameters={"dtype": "bfloat16", "verbatim_tasks": None})
+    import json
+
+    assert json.loads((tmp_path / "metrics.json").read_text())["05_arbiter"] == {
+        "parameters": {"dtype": "bfloat16", "verbatim_tasks": None}}
+
+
+def _save_many(root: str, section: str, n: int) -> None:
+    df = pd.DataFrame({"success": [0.25]}, index=["none"])
+    r = Reports(root, section)
+    for i in range(n):
+        r.table(df, f"{section}_{i}")
+        r.metrics({f"m{i}": i})
+
+
+def test_two_processes_saving_into_one_set_keep_each_others_entries(tmp_path):
+    import json
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_save_many, args=(str(tmp_path), s, 12)) for s in ("a", "b")]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+    assert [p.exitcode for p in procs] == [0, 0]
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    assert {s: len(manifest[s]) for s in "ab"} == {"a": 12, "b": 12}
+    assert {s: len(metrics[s]) for s in "ab"} == {"a": 12, "b": 12}

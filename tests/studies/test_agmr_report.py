@@ -82,6 +82,9 @@ def test_figure_captions():
     assert caption.startswith("Figure 9: how the 2 failed refinement tasks")
     assert "attended but wrong 1 / 0, missed relevant 1 / 1" in caption
     assert caption.endswith("1 tasks have no diagnosis.")
+    agree = [rec("missed_relevant", "missed_relevant")]
+    assert "by construction" in ag.scenario_distribution_caption(agree, "offline-alfworld")
+    assert "by construction" not in ag.scenario_distribution_caption(agree, "openai")
     record = SimpleNamespace(task_id="valid_seen/x", branch="failure", committed_pattern="missed_relevant",
                              first_rule_pattern="missed_relevant", entry_id="e1")
     case = {"record": record, "before": SimpleNamespace(success=False, critical_step=3),

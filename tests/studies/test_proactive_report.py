@@ -85,16 +85,23 @@ def test_warning_pull_caption_decides_whether_naming_pulls():
     assert caption.endswith("naming the command is not what pulls.")
     table.loc["unnamed", ["pulled vs without", "p_mcnemar"]] = [3, 0.6]
     assert pr.warning_pull_caption(table).endswith("naming the command is what pulls.")
+    table.loc["as played", "p_mcnemar"] = 0.3  # as played not significant: no cause read into it
+    assert pr.warning_pull_caption(table).endswith("nothing to attribute to naming the command.")
+    table.loc["as played", ["pulled vs without", "pushed vs without", "p_mcnemar"]] = [1, 12, 0.01]
+    assert pr.warning_pull_caption(table).endswith("pushes away from the warned commands.")
 
 
 def test_reminder_quote_caption_decides_whether_the_quote_is_copied():
-    table = pd.DataFrame({"states": [10, 10, 10, 10], "repeats the failed command": [0.4, 0.5, 0.2, 0.1]},
+    table = pd.DataFrame({"states": [30, 30, 30, 30], "repeats the failed command": [0.4, 0.5, 0.2, 0.1]},
                          index=["as played", "unquoted", "placebo", "without"])
     caption = pr.reminder_quote_caption(table)
     assert "`as played` 40.0%, `unquoted` 50.0%, `placebo` 20.0%, `without` 10.0%." in caption
     assert caption.endswith("the quote alone does not explain the repetition.")
     table.loc["unquoted", "repeats the failed command"] = 0.12
     assert pr.reminder_quote_caption(table).endswith("the quote is what the agent copies.")
+    table["states"] = 3
+    assert pr.reminder_quote_caption(table).endswith("3 states are too few to say whether the quote or the warning "
+                                                     "is copied.")
 
 
 def test_written_caption_and_metrics():

@@ -34,7 +34,8 @@ FETCH_COMMAND = "alfworld-download"  # alfworld's own downloader (needs internet
 
 
 def _holds_games(root: Path) -> bool:
-    return (root / "manifest.json").is_file() or (root / "json_2.1.1").is_dir()
+    """A manifest, or at least one game file under ``json_2.1.1/`` (an empty folder holds none)."""
+    return (root / "manifest.json").is_file() or next((root / "json_2.1.1").glob("*/*/*/game.tw-pddl"), None) is not None
 
 
 def alfworld_data_candidates() -> list[tuple[Path, str]]:
@@ -73,7 +74,8 @@ def alfworld_data_root() -> Path:
         if (root.is_dir() and how.startswith("$" + DATA_ENV_VAR)) or _holds_games(root):
             if root not in _ANNOUNCED:
                 _ANNOUNCED.add(root)
-                print(f"workbench: ALFWorld games from {root} ({how})", file=sys.stderr)
+                shown = os.path.relpath(root, Path(__file__).resolve().parents[2]) if root == _REPO_DEFAULT else root
+                print(f"workbench: ALFWorld games from {shown} ({how})", file=sys.stderr)
             return root
     looked = "; ".join(f"{root} ({how})" for root, how in candidates)
     raise DataRootError(

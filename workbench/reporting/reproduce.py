@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from pathlib import Path
 
@@ -50,9 +51,34 @@ def _strip_machine_paths(notebook: Path) -> None:
             path = Path(pm[key]).resolve()
             pm[key] = str(path.relative_to(REPO)) if path.is_relative_to(REPO) else path.name
     text = json.dumps(data, indent=1, ensure_ascii=False) + "\n"
-    for prefix, short in ((f"{REPO}/", ""), (str(REPO), "."), (f"{Path.home()}/", "~/")):
-        text = text.replace(json.dumps(prefix)[1:-1], short)
+
+    home = str(Path.home())
+    pairs = [(str(REPO), "")] + ([(home, "~/")] if home not in ("/", "") else [])
+    for prefix, below in pairs:
+        escaped = re.escape(json.dumps(prefix)[1:-1])
+        text = re.sub(escaped + "/", below, text)  # a path below it: relative to the repository (or ~/)
+        # the folder itself, not a sibling that shares its prefix (/work/main-old)
+        text = re.sub(escaped + r"(?=[\s\"'`:;,)\]]|$)", below.rstrip("/") or ".", text)
     atomic_write_text(notebook, text)
+
+
+def _read_record(path: Path) -> dict:
+    """A set's ``reproduce.json`` (``{"notebooks": {name: record}}``), checked.
+
+    Raises:
+        ValueError: it is not that; the message names the file and how to mend it.
+    """
+    if not path.exists():
+        return {"notebooks": {}}
+    fix = "restore it from git (`git checkout -- FILE`) or delete it (the next render writes it again)"
+    try:
+        data = json.loads(path.read_text())
+    except ValueError as e:
+        raise ValueError(f"{path}: not valid JSON ({e}); {fix}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("notebooks", {}), dict) or not all(
+            isinstance(r, dict) for r in data.get("notebooks", {}).values()):
+        raise ValueError(f"{path}: field 'notebooks' must be an object of one record per notebook; {fix}")
+    return {"notebooks": data.get("notebooks", {})}
 
 
 def declared_parameters(notebook: Path) -> dict:
@@ -64,10 +90,17 @@ def declared_parameters(notebook: Path) -> dict:
     for cell in cells:
         if "parameters" in cell.get("metadata", {}).get("tags", []):
             source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
-            for node in ast.parse(source).body:
-                if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            lines = [line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))]  # magics
+            try:
+                body = ast.parse("\n".join(lines)).body
+            except SyntaxError:
+                return out
+            for node in body:
+                target = (node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1
+                          else node.target if isinstance(node, ast.AnnAssign) and node.value is not None else None)
+                if isinstance(target, ast.Name):
                     try:
-                        out[node.targets[0].id] = ast.literal_eval(node.value)
+                        out[target.id] = ast.literal_eval(node.value)
                     except ValueError:
                         pass
     return out
@@ -109,6 +142,7 @@ def _reproduce(profile: str, out: Path, notebooks: list[str] | None, runs: str, 
         raise ValueError(f"unknown profile '{profile}' (known: {', '.join(PROFILES)})")
     names = notebooks or sorted(PROFILES[profile])
     (out / "notebooks").mkdir(parents=True, exist_ok=True)
+    _read_record(out / "reproduce.json")  # a damaged record stops here, before any render, not after the first
     timings = {}
     for name in tqdm(names, desc=f"reproduce [{out.name}]"):
         src = NOTEBOOKS_DIR / f"{name}.ipynb"
@@ -131,8 +165,7 @@ def _reproduce(profile: str, out: Path, notebooks: list[str] | None, runs: str, 
                   "stalled_restarts": done.restarts, "command": command, "git_commit": now.pop("git_commit", None),
                   "finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "versions": now, "machine": machine()}
         path = out / "reproduce.json"
-        old = json.loads(path.read_text()) if path.exists() else {}
-        old = {"notebooks": {**old.get("notebooks", {}), name: record}}  # per notebook only
+        old = {"notebooks": {**_read_record(path)["notebooks"], name: record}}  # per notebook only
         atomic_write_text(path, json.dumps(old, indent=1) + "\n")
         write_set_index(out)
     return timings

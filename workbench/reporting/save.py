@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -48,22 +49,36 @@ SECTION_NOTES = {
 NA = "–"  # a cell with no value (pandas' NaN)
 
 
-def _integral(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and not (isinstance(v, float) and (
-        math.isnan(v) or not v.is_integer()))
-
-
 def _empty(v: Any) -> bool:
-    return v is None or (isinstance(v, float) and math.isnan(v))
+    import pandas as pd
+
+    try:
+        return v is None or bool(pd.isna(v))  # NaN, pd.NA, NaT
+    except (TypeError, ValueError):  # a list or array in a cell
+        return False
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and not _empty(v)
+
+
+def _integral(v: Any) -> bool:
+    return _number(v) and (isinstance(v, int) or (math.isfinite(v) and float(v).is_integer()))
+
+
+def _text(v: Any) -> str:
+    """A cell's text for a pipe table: ``|`` escaped (it would end the cell), line breaks as spaces."""
+    return str(v).replace("|", "\\|").replace("\r\n", " ").replace("\n", " ")
 
 
 def frame_markdown(df: Any, floatfmt: str = ".3f") -> str:
     """``df`` as a Markdown table a reader can read: no pandas artefacts.
 
     Row labels of a MultiIndex become columns of their own (not tuples), column labels of a MultiIndex are
-    joined with " · ", an empty cell prints as "–" (not ``nan``), and a number prints as an integer where its
-    whole column or its whole row holds integers (counts in a table of rates: ``episodes 4``, not ``4.000``);
-    other floats take ``floatfmt``. Numeric columns are right-aligned.
+    joined with " · ", an empty cell (NaN, NA, NaT) prints as "–", row labels print as they are (``rank 1``), and
+    a number prints as an integer where its whole column holds integers, or its whole row does and holds a count
+    above 1 (``episodes 4`` in a column of rates, not ``4.000``; a row of rates that happen to be 0 and 1 keeps
+    its decimals); other floats take ``floatfmt``. ``|`` in a cell is escaped. Numeric columns are right-aligned.
     """
     from tabulate import tabulate
 
@@ -76,22 +91,22 @@ def frame_markdown(df: Any, floatfmt: str = ".3f") -> str:
     frame.columns = [*("" if n is None else n for n in names), *frame.columns[label_cols:]]
     rows = frame.astype(object).values.tolist()
     ncol = len(frame.columns)
-    numeric = [c >= label_cols and any(isinstance(r[c], (int, float)) and not _empty(r[c]) and not isinstance(r[c], bool)
-                                       for r in rows) for c in range(ncol)]
+    numeric = [c >= label_cols and any(_number(r[c]) for r in rows) for c in range(ncol)]
     int_col = [numeric[c] and all(_integral(r[c]) or _empty(r[c]) for r in rows) for c in range(ncol)]
-    int_row = [any(numeric) and all(_integral(r[c]) or _empty(r[c]) for c in range(ncol) if numeric[c]) for r in rows]
+    int_row = [any(numeric[c] and _number(r[c]) and abs(r[c]) > 1 for c in range(ncol))
+               and all(_integral(r[c]) or _empty(r[c]) for c in range(ncol) if numeric[c]) for r in rows]
 
     def cell(v: Any, c: int, i: int) -> str:
         if _empty(v):
             return NA
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            return str(v)
-        if int_col[c] or int_row[i]:
-            return str(int(v))
+        if not _number(v):
+            return _text(v)
+        if c < label_cols or int_col[c] or int_row[i]:
+            return str(int(v)) if _integral(v) else (format(v, floatfmt) if c >= label_cols else str(v))
         return format(v, floatfmt)
 
     body = [[cell(v, c, i) for c, v in enumerate(r)] for i, r in enumerate(rows)]
-    return tabulate(body, headers=[str(c) for c in frame.columns], tablefmt="pipe", disable_numparse=True,
+    return tabulate(body, headers=[_text(c) for c in frame.columns], tablefmt="pipe", disable_numparse=True,
                     colalign=["right" if n else "left" for n in numeric])
 
 
@@ -107,49 +122,77 @@ class Reports:
     """
 
     def __init__(self, root: str | Path, section: str, parameters: dict | None = None):
+        from filelock import FileLock
+
         self.root = Path(root)
         self.section = section
         self.dtype = (parameters or {}).get("dtype")
         (self.root / "figures").mkdir(parents=True, exist_ok=True)
         (self.root / "tables").mkdir(parents=True, exist_ok=True)
-        if parameters is not None:
-            manifest = self._manifest()
-            manifest[section] = []
-            self._write_manifest(manifest)
-            self.metrics({"parameters": parameters})
+        # every read-modify-write of the set's JSON files holds this: two notebooks (or a notebook and a script)
+        # saving into one set keep each other's entries
+        self._lock = FileLock(self.root / ".reports.lock", thread_local=False)
+        if parameters is not None:  # a new render of this section: what the last one saved is not its
+            with self._lock:
+                manifest = self._manifest()
+                manifest[section] = []
+                self._write_manifest(manifest)
+                data = self._json("metrics.json", "metrics")
+                data[section] = {"parameters": parameters}
+                atomic_write_text(self.root / "metrics.json", json.dumps(data, indent=1, default=str) + "\n")
+            self.index()
 
-    # -- the manifest: which section made which file, with its caption --------------------------------------
-    def _manifest(self) -> dict[str, list[dict]]:
-        path = self.root / "manifest.json"
+    # -- the set's JSON files, read strictly: a damaged one is named, never overwritten ----------------------
+    def _json(self, name: str, what: str) -> dict:
+        path = self.root / name
         if not path.exists():
             return {}
-        data = json.loads(path.read_text())
-        if not isinstance(data, dict):
-            raise ValueError(f"{path}: not a reports manifest (a JSON object of sections); delete it and render again")
+        try:
+            data = json.loads(path.read_text())
+        except ValueError as e:
+            raise ValueError(f"{path}: not valid JSON ({e}); it is the set's {what}: restore it from git "
+                             "(`git checkout -- FILE`) or delete it and render the set's notebooks again") from None
+        if not isinstance(data, dict) or not all(isinstance(v, (dict, list)) for v in data.values()):
+            raise ValueError(f"{path}: not the set's {what} (a JSON object of sections); restore it from git or "
+                             "delete it and render the set's notebooks again")
+        return data
+
+    def _manifest(self) -> dict[str, list[dict]]:
+        data = self._json("manifest.json", "manifest")
+        for section, entries in data.items():
+            if not isinstance(entries, list) or not all(
+                    isinstance(e, dict) and e.get("kind") in ("table", "figure") and isinstance(e.get("name"), str)
+                    for e in entries):
+                raise ValueError(f"{self.root / 'manifest.json'}: section '{section}' is not a list of "
+                                 "{kind: table|figure, name, caption}; restore it from git or delete it and render "
+                                 "the set's notebooks again")
         return data
 
     def _write_manifest(self, manifest: dict) -> None:
         atomic_write_text(self.root / "manifest.json", json.dumps(manifest, indent=1) + "\n")
 
     def _record(self, kind: str, name: str, caption: str | None) -> None:
-        manifest = self._manifest()
-        for section, entries in manifest.items():  # a file belongs to one section: the last one to save it
-            manifest[section] = [e for e in entries if not (e["kind"] == kind and e["name"] == name)
-                                 or section == self.section]
-        entries = manifest.setdefault(self.section, [])
-        entry = {"kind": kind, "name": name, "caption": caption}
-        old = next((i for i, e in enumerate(entries) if e["kind"] == kind and e["name"] == name), None)
-        if old is None:
-            entries.append(entry)
-        else:
-            entries[old] = entry
-        self._write_manifest(manifest)
+        with self._lock:
+            manifest = self._manifest()
+            for section, entries in manifest.items():  # a file belongs to one section: the last one to save it
+                manifest[section] = [e for e in entries if not (e["kind"] == kind and e["name"] == name)
+                                     or section == self.section]
+            entries = manifest.setdefault(self.section, [])
+            entry = {"kind": kind, "name": name, "caption": caption}
+            old = next((i for i, e in enumerate(entries) if e["kind"] == kind and e["name"] == name), None)
+            if old is None:
+                entries.append(entry)
+            else:
+                entries[old] = entry
+            self._write_manifest(manifest)
 
     # -- saving ---------------------------------------------------------------------------------------------
     def figure(self, fig: Any, name: str, caption: str | None = None) -> Path:
         """Save ``fig`` as ``figures/NAME.png``; ``caption`` is shown under it in the index."""
         path = self.root / "figures" / f"{name}.png"
-        fig.savefig(path, dpi=130, bbox_inches="tight")
+        partial = path.with_name(f".{path.name}.partial")  # a kill mid-write leaves the old figure, not half a new
+        fig.savefig(partial, dpi=130, bbox_inches="tight", format="png")
+        os.replace(partial, path)
         self._record("figure", name, caption)
         self.index()
         return path
@@ -178,9 +221,10 @@ class Reports:
 
     def metrics(self, values: dict) -> Path:
         path = self.root / "metrics.json"
-        data = json.loads(path.read_text()) if path.exists() else {}
-        data.setdefault(self.section, {}).update(values)
-        atomic_write_text(path, json.dumps(data, indent=1, default=str) + "\n")
+        with self._lock:
+            data = self._json("metrics.json", "metrics")
+            data.setdefault(self.section, {}).update(values)
+            atomic_write_text(path, json.dumps(data, indent=1, default=str) + "\n")
         self.index()
         return path
 
@@ -261,7 +305,9 @@ def set_index(root: Path) -> str:
     rest_figures = sorted(p for p in (root / "figures").glob("*.png") if ("figure", p.stem) not in listed)
     if rest_tables or rest_figures:
         lines += ["## Not listed by any notebook", "",
-                  "Saved into this set by a script or an older render (no caption recorded).", ""]
+                  "Saved into this set by a script, or by a render made before the index recorded which notebook "
+                  "made each file and its caption ([reproduce.json](reproduce.json) says when each notebook was "
+                  "rendered).", ""]
         lines += [x for p in rest_tables for x in _entry(root, {"kind": "table", "name": p.stem, "caption": None})]
         lines += [x for p in rest_figures for x in _entry(root, {"kind": "figure", "name": p.stem, "caption": None})]
     return "\n".join(lines) + "\n"
@@ -290,7 +336,9 @@ SET_NOTES = {
     "full-bfloat16": "**Paper scale, committed.** All 134 valid_unseen tasks (140 valid_seen for AGMR's refinement), "
                      "agent v2, bfloat16: notebooks 04-06 rendered with `workbench reproduce --profile full --dtype "
                      "bfloat16` from the runs of `make eval-methods-v2`, and the agents' tables of `make "
-                     "eval-agent-v2` / `make dtype-table`. The numbers the docs' results pages quote.",
+                     "eval-agent-v2` / `make dtype-table`. The numbers the docs' results pages quote. Notebooks 05 and 06 "
+                     "were rendered at earlier commits (their tables are listed without captions): rendering them "
+                     "again recomputes their model studies, whose caches (`runs/**/analysis/`) are not committed.",
     "default": "**The default profile**: what `make reproduce` regenerates in under an hour on 2 cores: a few tasks "
                "per notebook, float32. It shows that everything runs and what each notebook makes; its few-episode "
                "numbers are not results.",

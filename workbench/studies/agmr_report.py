@@ -162,8 +162,9 @@ def commits_caption(table) -> str:
     return text
 
 
-def scenario_distribution_caption(records: Sequence) -> str:
-    """Caption of Figure 9 (:func:`~workbench.viz.scenario_distribution_figure` over the same records)."""
+def scenario_distribution_caption(records: Sequence, backend: str | None = None) -> str:
+    """Caption of Figure 9 (:func:`~workbench.viz.scenario_distribution_figure` over the same records); with the
+    refinement's LLM ``backend``, an offline one is named as what makes the two bars equal."""
     fails = [r for r in records if r.branch == "failure"]
     refiner = Counter(r.final_pattern for r in fails)
     rule = Counter(r.final_rule_pattern for r in fails)
@@ -173,6 +174,9 @@ def scenario_distribution_caption(records: Sequence) -> str:
     text += f" Refiner / rule: {counts}."
     if all(refiner[s] == rule[s] for s in SCENARIOS):
         text += " The refiner and the rule agree on every count."
+        if backend is not None and backend.startswith("offline"):
+            text += (f" With `{backend}` the refiner's pattern is the rule's by construction (the offline stand-in "
+                     "applies the rule), so the equal bars say nothing of how a language model would judge.")
     missing = sum(1 for r in fails if r.final_rule_pattern is None)
     if missing:
         text += f" {missing} tasks have no diagnosis."

@@ -479,7 +479,9 @@ def band_switch_caption(table) -> str:
             "(F focal, A ambient, H hidden; `all|` pools the banks), the switches (`n`), the mean change in "
             "p(chosen action) and the share whose choice flips.")
     banks = table[[not i.startswith("all|") for i in table.index]]
-    if len(banks):
+    if len(banks) and banks["flipped"].max() == 0:
+        text += " No switch flips the choice."
+    elif len(banks):
         top = banks["flipped"].idxmax()
         text += f" `{top}` flips the choice most often ({pct(banks.loc[top, 'flipped'])} of {int(banks.loc[top, 'n'])})"
         move = table["mean_delta_p"].abs().max()

@@ -67,7 +67,8 @@ def versus(runs: Mapping[str, tuple], base: str, others: Sequence[str]) -> str:
     parts = []
     for o in others:
         r = paired(runs, o, base)
-        parts.append(f"`{o}` the same tasks solved" if r["only_a"] == r["only_b"] == 0
+        parts.append(f"`{o}` no task in common" if not r["n"] else
+                     f"`{o}` the same tasks solved" if r["only_a"] == r["only_b"] == 0
                      else f"`{o}` {pts(r['diff'])} ({significance(r['p_mcnemar'])})")
     return ", ".join(parts)
 
@@ -119,6 +120,8 @@ def paired_sentence(runs: Mapping[str, tuple], a: str, b: str) -> str:
     """```a` 53.7% vs `b` 56.0% (-2.2 pts; 0 tasks only `a` solves, 3 only `b`; p = 0.25)``, with what the
     exact McNemar test says of it (identical, not significant, significant)."""
     r = paired(runs, a, b)
+    if not r["n"]:
+        return f"`{a}` and `{b}` played no task in common"
     head = f"`{a}` {pct(r['rate_a'])} vs `{b}` {pct(r['rate_b'])}"
     if r["only_a"] == r["only_b"] == 0:
         return f"{head}: the same tasks solved"

@@ -64,6 +64,8 @@ def parting_tables(pairs: dict, name_a: str = "A", name_b: str = "B"):
     trajectories; the rows are indexed ``<condition>|<task type>`` (``arbiter-500|all``, ``arbiter-500|clean``)."""
     import pandas as pd
 
+    if not pairs:
+        return pd.DataFrame()
     table = pd.concat({c: parting_table(a, b, name_a, name_b) for c, (a, b) in pairs.items()})
     table.index = [f"{c}|{t}" for c, t in table.index]
     return table

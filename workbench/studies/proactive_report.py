@@ -217,10 +217,15 @@ def warning_pull_caption(table) -> str:
                  f"{int(played['pushed vs without'])} ({significance(played['p_mcnemar'])}); unnamed, at "
                  f"{int(unnamed['pulled vs without'])} and {int(unnamed['pushed vs without'])} "
                  f"({significance(unnamed['p_mcnemar'])})")
-        if unnamed["p_mcnemar"] < ALPHA and unnamed["pulled vs without"] >= played["pulled vs without"]:
+        pulls = lambda row: row["p_mcnemar"] < ALPHA and row["pulled vs without"] > row["pushed vs without"]  # noqa: E731
+        if not pulls(played):
+            text += (": as played the warning does not pull significantly, so there is nothing to attribute to "
+                     "naming the command." if played["p_mcnemar"] >= ALPHA else
+                     ": as played the warning pushes away from the warned commands.")
+        elif pulls(unnamed) and unnamed["pulled vs without"] >= played["pulled vs without"]:
             text += ": unnamed pulls as much, so naming the command is not what pulls."
         elif unnamed["p_mcnemar"] >= ALPHA:
-            text += ": unnamed pulls no more than chance, so naming the command is what pulls."
+            text += ": unnamed does not pull significantly, so naming the command is what pulls."
         else:
             text += "."
     return text
@@ -241,6 +246,9 @@ def written_caption(table) -> str:
     return text
 
 
+MIN_STATES = 20  # below this a reminder-quote caption states the rates without reading a cause into them (ours)
+
+
 def reminder_quote_caption(table) -> str:
     """Caption of :func:`~workbench.studies.reminder_quote.summarize_reminder_quote`: the quote, or the warning?"""
     n = largest(table["states"]) if len(table) else 0
@@ -256,7 +264,9 @@ def reminder_quote_caption(table) -> str:
             missing(table.loc[k, col]) for k in ("as played", "unquoted", "without")):
         v = table[col]
         text += (" " + ", ".join(f"`{k}` {pct(v[k])}" for k in table.index) + ".")
-        if abs(v["unquoted"] - v["without"]) < abs(v["unquoted"] - v["as played"]):
+        if n < MIN_STATES:
+            text += f" {n} states are too few to say whether the quote or the warning is copied."
+        elif abs(v["unquoted"] - v["without"]) < abs(v["unquoted"] - v["as played"]):
             text += " Unquoted is nearer `without` than `as played`: the quote is what the agent copies."
         else:
             text += " Unquoted is nearer `as played` than `without`: the quote alone does not explain the repetition."

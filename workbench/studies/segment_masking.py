@@ -110,10 +110,12 @@ class SegmentMaskingResult:
                 f"{full:.1%}, the bottom {self.fraction:.0%} by peak utilization removed {bottom:.1%}, the top "
                 f"{self.fraction:.0%} removed {top:.1%}.")
         if top == bottom == full:
-            return text + (" **A null result**: removing either set of segments changes no teacher-forced decision "
-                           "(AGMR's Figure 3 finds the top removal far more harmful).")
+            return text + (" **A null result**: neither removal changes the teacher-forced accuracy (AGMR's "
+                           "Figure 3 finds the top removal far more harmful).")
+        if full - top <= 0 and full - bottom <= 0:
+            return text + " **Not as in AGMR's Figure 3**: neither removal lowers the accuracy."
         if full - top > full - bottom:
-            return text + " Removing the most-used segments hurts more, as in AGMR's Figure 3."
+            return text + " Removing the most-used segments lowers the accuracy more, as in AGMR's Figure 3."
         return text + (" **Not as in AGMR's Figure 3**: removing the most-used segments hurts no more than removing "
                        "the least-used.")
 

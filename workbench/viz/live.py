@@ -162,8 +162,9 @@ def _c_html(columns: list[tuple[int, dict]]) -> str:
             f"<td title='{col[key]:.4f}' style='background:rgba(76,114,176,{0.9 * col[key] / top:.3f});"
             f"width:14px;height:12px'></td>" if key in col else "<td></td>" for _, col in columns)
         rows.append(f"<tr><td style='font-size:10px'>{escape(str(key))}</td>{cells}</tr>")
-    return ("<p><b>C</b>: the retrieval heads' attention mass per memory piece (rows) at each step played "
-            f"(columns)</p><table class='live-c' style='border-collapse:collapse'>{head}{''.join(rows)}</table>")
+    return ("<p><b>Memory attention</b>: the retrieval heads' raw attention mass per memory piece (rows) at each "
+            "step played (columns); AGMR's C rescales it by the prompt length "
+            f"(<code>session.capture.utilization()</code>)</p><table class='live-c' style='border-collapse:collapse'>{head}{''.join(rows)}</table>")
 
 
 def _err(e: BaseException) -> str:
