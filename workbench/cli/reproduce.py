@@ -12,7 +12,7 @@ __all__ = ["add_parser", "cmd_reproduce"]
 
 # what the README measured for each profile; a profile added to PROFILES is offered without one
 _PROFILE_NOTES = {"smoke": "the notebooks' own parameters (what `make test` runs)",
-                  "default": "56 min on 2 idle cores", "full": "paper scale: all 134 valid_unseen tasks"}
+                  "default": "about 70 min on 2 cores", "full": "paper scale: all 134 valid_unseen tasks"}
 
 
 def cmd_reproduce(a: argparse.Namespace) -> int:

@@ -1,8 +1,9 @@
 """Reproduction profiles: the parameters each report notebook runs with.
 
 ``smoke`` is what the notebooks' own ``parameters`` cells default to (what ``make test`` runs under nbval);
-``default`` takes under an hour on 2 CPU cores (56 min from nothing, idle, 2026-12-05); ``full`` is paper scale
-(all 134 valid_unseen tasks).
+``default`` takes about 70 min on 2 CPU cores (70.5 min from an empty runs/default on 2026-12-06, other jobs
+sharing the machine at times; 60 min on a fresh machine on 2026-12-05): over the hour it should take, see the
+changelog; ``full`` is paper scale (all 134 valid_unseen tasks).
 """
 
 from __future__ import annotations

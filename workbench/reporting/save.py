@@ -339,7 +339,7 @@ SET_NOTES = {
                      "eval-agent-v2` / `make dtype-table`. The numbers the docs' results pages quote. Notebooks 05 and 06 "
                      "were rendered at earlier commits (their tables are listed without captions): rendering them "
                      "again recomputes their model studies, whose caches (`runs/**/analysis/`) are not committed.",
-    "default": "**The default profile**: what `make reproduce` regenerates in under an hour on 2 cores: a few tasks "
+    "default": "**The default profile**: what `make reproduce` regenerates in about 70 minutes on 2 cores: a few tasks "
                "per notebook, float32. It shows that everything runs and what each notebook makes; its few-episode "
                "numbers are not results.",
     "smoke": "The notebooks' own parameters (what `make test` runs): one task, three steps.",
