@@ -367,7 +367,8 @@ def write_home_index(reports: str | Path) -> Path:
                 f"{_minutes(r)} | `{r.get('git_commit', '')}` | "
                 f"{len(manifest.get(n, []))} |" for n, r in sorted(rendered.items())]
         if rows:
-            lines += ["| notebook | profile | dtype | minutes | commit | tables + figures |",
+            lines += ["| notebook | profile | dtype | minutes (its last render; runs found are read, not played) | "
+                      "commit | tables + figures |",
                       "|---|---|---|--:|---|--:|", *rows, ""]
     path = reports / "index.md"
     atomic_write_text(path, "\n".join(lines) + "\n")
