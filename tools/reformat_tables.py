@@ -3,7 +3,7 @@
 For pages rendered before it (pandas artefacts: tuple row labels, ``nan``, counts as ``4.000``, an unescaped ``|``
 that shifts every column after it) whose notebook cannot be rendered again cheaply. Only pages a notebook saved
 with ``Reports.table`` (a ``.csv`` beside them, no ``# title``) are touched; ``write_table`` pages are left alone.
-The row labels are the CSV's leading columns with an empty header; the float format is the old page's commonest
+The row labels are the CSV's leading columns with an empty header (or its first column); the float format is the old page's commonest
 number of decimals; the lines above the table (``dtype: ...``) are kept. The numbers come from the CSV the
 notebook wrote with the page, so a page's content does not change, only how it is printed.
 
@@ -33,7 +33,7 @@ def reformat(page: Path) -> bool:
         header = next(csv.reader(f))
     labels = next((i for i, name in enumerate(header) if name != ""), len(header)) or 1
     df = pd.read_csv(source, index_col=list(range(labels)))
-    df.index.names = [None] * df.index.nlevels
+    df.index.names = [name or None for name in header[:labels]]  # an empty header is no name
     table_at = old.index("\n|") + 1 if not old.startswith("|") else 0
     decimals = Counter(len(d) for d in re.findall(r"(?<![\w.])-?\d+\.(\d+)(?![\w.])", old[table_at:]))
     floatfmt = f".{decimals.most_common(1)[0][0]}f" if decimals else ".3f"

@@ -32,3 +32,11 @@ def test_head_masking_caption():
     assert "within the spread" in inside and "as in AGMR's Figure 2." not in inside
     assert "does not lower it" in heads(0.70, 0.72, [0.69, 0.68]).caption()
     assert "random heads cost as much or more" in heads(0.70, 0.68, [0.60, 0.61]).caption()
+
+
+def test_committed_heads_note_names_the_command_whole():
+    from workbench.studies.retrieval_heads import committed_heads_note
+
+    note = committed_heads_note("smollm2-135m-alfworld-v2", [(20, 3), (24, 1), (20, 5), (20, 6), (20, 7)])
+    assert "4 of 5 in common" in note and "--tasks 0:140:7" in note and "(git " in note
+    assert committed_heads_note("no-such-model", [(0, 0)]) == "`no-such-model` has no committed retrieval heads."

@@ -13,6 +13,7 @@ computes what changed. Memory is the default memory base (valid_train expert tra
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -184,7 +185,8 @@ def committed_heads_note(model_name: str, top: Sequence[tuple[int, int]]) -> str
     name = lambda h: f"L{h[0]}.H{h[1]}"  # noqa: E731
     same = len({tuple(h) for h in top} & {tuple(h) for h in committed[:len(top)]})
     source = json.loads(path.read_text()).get("source", "")
+    made = re.match(r"(.*?\(git [0-9a-f]+\))", source)  # "`command` (git abc1234): what it scored"
     return (f"Top {len(top)} here: {', '.join(map(name, top))}. Committed for `{model_name}` "
             f"(`workbench/assets/heads/{path.name}`): {', '.join(map(name, committed))}; {same} of {len(top)} in "
-            f"common. The committed ones come from {source.split(':')[0] if source else 'an unrecorded command'}: "
+            f"common. The committed ones come from {made.group(1) if made else source or 'an unrecorded command'}: "
             "a different dtype or slice moves the lower ranks.")
