@@ -336,9 +336,10 @@ SET_NOTES = {
     "full-bfloat16": "**Paper scale, committed.** All 134 valid_unseen tasks (140 valid_seen for AGMR's refinement), "
                      "agent v2, bfloat16: notebooks 04-06 rendered with `workbench reproduce --profile full --dtype "
                      "bfloat16` from the runs of `make eval-methods-v2`, and the agents' tables of `make "
-                     "eval-agent-v2` / `make dtype-table`. The numbers the docs' results pages quote. Notebooks 05 and 06 "
-                     "were rendered at earlier commits (their tables are listed without captions): rendering them "
-                     "again recomputes their model studies, whose caches (`runs/**/analysis/`) are not committed.",
+                     "eval-agent-v2` / `make dtype-table`. The numbers the docs' results pages quote. Notebook 06 was "
+                     "rendered at an earlier commit (its tables are listed without captions): rendering it again "
+                     "recomputes its model studies (over half an hour here), whose caches (`runs/**/analysis/`) "
+                     "are not committed.",
     "default": "**The default profile**: what `make reproduce` regenerates in about 70 minutes on 2 cores: a few tasks "
                "per notebook, float32. It shows that everything runs and what each notebook makes; its few-episode "
                "numbers are not results.",
