@@ -72,6 +72,7 @@ def test_prompt_uses_the_chat_template_with_tool_and_schema_addenda(tiny: LocalB
         return original(conversation, **kw)
 
     monkeypatch.setattr(tiny.tokenizer, "apply_chat_template", spy)
+    monkeypatch.setattr(tiny, "constrain", False)  # tools described in the text form, the schema in words
     tiny.chat(HI, tools=PROACTIVE_TOOLS, max_tokens=2)
     tiny.chat(HI[1:], schema=Intervention, max_tokens=2)
     assert seen[0][0]["role"] == "system" and seen[0][0]["content"].startswith("You are terse.")

@@ -41,8 +41,8 @@ def cmd_refine(a: argparse.Namespace) -> int:
     cfg = RefineConfig(split=a.split, tasks=a.tasks, model=a.model, dtype=a.dtype, heads=heads, backend=a.backend,
                        backend_args=tuple(a.backend_arg or ()), variant=a.variant, max_attempts=a.max_attempts,
                        reward_gain=a.reward_gain, weak_rule=a.weak_rule, retriever=a.retriever,
-                       max_steps=a.max_steps, source=a.base)
-    stats = refine(cfg, a.base_out)
+                       max_steps=a.max_steps, source=a.base, reflector_sees_plan=a.reflector_sees_plan)
+    stats = refine(cfg, a.base_out, adopt_from=a.adopt_executions_from)
     print(json.dumps({k: v for k, v in stats.items() if k not in ("config", "source")} | {"base": a.base_out}))
     return 0
 
@@ -56,7 +56,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_out(rf, "the refined base (a copy; created, or resumed)", "--base-out")
     rf.add_argument("--base", metavar="DIR", help="the base to refine (default: valid_train expert trajectories)")
     add_backend(rf, default=OFFLINE_BACKEND, help="LLM backend of the reflector and refiner (offline-alfworld, the "
-                "default: the deterministic algorithms, which read the task's expert plan)")
+                "default: the deterministic algorithms)")
+    rf.add_argument("--reflector-sees-plan", action="store_true",
+                    help="show the reflector the refinement task's expert plan (the offline reflector then localises "
+                    "the error with the plan-tracking oracle); default: the paper's reflector, which sees the memory "
+                    "and the trajectory only. Recorded in the base's config and every commit's provenance")
+    rf.add_argument("--adopt-executions-from", metavar="DIR",
+                    help="another refinement's --base-out (same agent, dtype, heads, split, step limit): an episode "
+                    "with the same task and memory is adopted from it instead of played (marked adopted_from); the "
+                    "result is the same, only faster")
     rf.add_argument("--variant", default="agmr", choices=VARIANTS,
                     help="agmr | no-agr (the reflector edits directly, no C) (default: agmr)")
     rf.add_argument("--max-attempts", type=int, default=3, help="K, failure-branch attempts")

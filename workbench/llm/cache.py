@@ -126,6 +126,21 @@ class CachedBackend:
         self.model = backend.model
         self.uses_context = bool(getattr(backend, "uses_context", False))
 
+    @property
+    def mode(self) -> str:
+        """The wrapped backend's reply shaping (see :mod:`workbench.llm.ledger`)."""
+        inner = getattr(self.inner, "mode", None)
+        return str(inner) if inner is not None else ("algorithm" if self.uses_context else "prompt")
+
+    @property
+    def tool_reply(self) -> str | None:
+        return getattr(self.inner, "tool_reply", None)
+
+    def close(self) -> None:
+        closer = getattr(self.inner, "close", None)
+        if callable(closer):
+            closer()
+
     def cache_identity(self) -> dict[str, Any]:
         identity = getattr(self.inner, "cache_identity", None)
         return identity() if callable(identity) else {}

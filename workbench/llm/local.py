@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from workbench.llm.errors import LLMConfigError
 from workbench.llm.protocol import ChatResult, Message, ToolSpec, as_messages
-from workbench.llm.tools import text_tool_instructions
+from workbench.llm.tools import json_tool_instructions, text_tool_instructions, tool_calls_from_json
 from workbench.models import load_model
 
 __all__ = ["LocalBackend"]
@@ -42,14 +42,18 @@ class LocalBackend:
         tokenizer: its tokenizer.
         model_name: its name.
 
-    Tools are described in the system prompt and answered in the text form; a schema is described in the
-    system prompt too (no constrained decoding in-process), and the caller validates the reply.
+        constrain: decode under the reply's JSON schema (llguidance, :mod:`workbench.llm.grammar`): a structured
+            stage's schema, or for a tool stage the schema of a list of calls of its tools
+            (:func:`~workbench.llm.tools.tool_calls_schema`). False: the schema or the tools are only described in
+            the system prompt (tools answered in the text form), as for a model behind a server without schemas.
+
+    The schema (or the tools) is described in the system prompt either way, and the caller validates the reply.
     """
 
     name = "local"
 
     def __init__(self, lm: Any = None, *, hf_model: Any = None, tokenizer: Any = None,
-                 model_name: str | None = None) -> None:
+                 model_name: str | None = None, constrain: bool = True) -> None:
         self.hf_model = hf_model if hf_model is not None else getattr(lm, "hf_model", None)
         self.tokenizer = tokenizer if tokenizer is not None else getattr(lm, "tokenizer", None)
         if self.hf_model is None or self.tokenizer is None:
@@ -59,6 +63,27 @@ class LocalBackend:
         self.n_ctx = int(getattr(lm, "n_ctx", 0) or getattr(self.hf_model.config, "max_position_embeddings", 0)
                          or 2048)
         self.stats: dict[str, int] = {"calls": 0, "generated_tokens": 0}
+        self.constrain = bool(constrain)
+        self._decoder: Any = None
+
+    @property
+    def tool_reply(self) -> str:
+        """``json`` when tool calls are decoded as one JSON object (constrained), else ``text``."""
+        return "json" if self.constrain else "text"
+
+    @property
+    def mode(self) -> str:
+        """How replies are shaped: ``grammar:llguidance`` (constrained) or ``prompt`` (described only)."""
+        from workbench.llm.grammar import GRAMMAR_ENGINE
+
+        return f"grammar:{GRAMMAR_ENGINE}" if self.constrain else "prompt"
+
+    def _schema_run(self, schema: dict) -> Any:
+        from workbench.llm.grammar import SchemaDecoder
+
+        if self._decoder is None:
+            self._decoder = SchemaDecoder(self.tokenizer)
+        return self._decoder.start(schema)
 
     @classmethod
     def from_name(cls, model: str, **load_kwargs: Any) -> LocalBackend:
@@ -66,7 +91,7 @@ class LocalBackend:
         return cls(load_model(model, **load_kwargs))
 
     def cache_identity(self) -> dict[str, Any]:
-        return {"n_ctx": self.n_ctx}
+        return {"n_ctx": self.n_ctx, "mode": self.mode}
 
     def _stop_ids(self) -> set[int]:
         tok = self.tokenizer
@@ -91,10 +116,14 @@ class LocalBackend:
         """Generate one reply with the tokenizer's chat template (see the Backend protocol)."""
         import torch
 
-        addendum = text_tool_instructions(tools) if tools else ""
-        if schema is not None and not tools:
-            addendum = "Reply with only one JSON object matching this JSON schema:\n" + json.dumps(
-                schema.model_json_schema(), sort_keys=True)
+        addendum, shape = (text_tool_instructions(tools), None) if tools else ("", None)
+        if tools and self.constrain:
+            addendum, shape = json_tool_instructions(tools)
+        elif schema is not None and not tools:
+            shape = schema.model_json_schema()
+            addendum = "Reply with only one JSON object matching this JSON schema:\n" + json.dumps(shape,
+                                                                                                   sort_keys=True)
+        grammar = self._schema_run(shape) if self.constrain and shape is not None else None
         wire = _with_system_addendum(as_messages(messages), addendum)
         prompt = self.tokenizer.apply_chat_template(wire, tokenize=False, add_generation_prompt=True)
         device = next(self.hf_model.parameters()).device
@@ -111,6 +140,11 @@ class LocalBackend:
                 res = self.hf_model(input_ids=step_ids, past_key_values=past, use_cache=True)
                 past = res.past_key_values
                 logits = res.logits[0, -1].float()  # [d_vocab]
+                if grammar is not None:
+                    grammar.mask(logits)
+                    if grammar.may_end:  # the grammar's end is the model's end of turn
+                        for t in stop:
+                            logits[t] = res.logits[0, -1, t].float()
                 if temperature > 0:
                     probs = torch.softmax(logits / temperature, dim=-1)
                     nxt = int(torch.multinomial(probs, 1, generator=gen))
@@ -120,9 +154,18 @@ class LocalBackend:
                     finish = "stop"
                     break
                 out.append(nxt)
+                if grammar is not None:
+                    grammar.advance(nxt)
+                    if grammar.done:  # the object is closed: nothing but the end may follow
+                        finish = "stop"
+                        break
                 step_ids = torch.tensor([[nxt]], device=device)
         self.stats["calls"] += 1
         self.stats["generated_tokens"] += len(out)
         text = self.tokenizer.decode(out, skip_special_tokens=True)
-        return ChatResult(text=text, finish_reason=finish, backend=self.name, model=self.model,
+        calls = tool_calls_from_json(text) if tools and self.constrain else None
+        if calls is not None:
+            text = ""
+        return ChatResult(text=text, tool_calls=tuple(calls or ()), finish_reason=finish, backend=self.name,
+                          model=self.model,
                           usage={"prompt_tokens": n_prompt, "completion_tokens": len(out)})

@@ -23,7 +23,7 @@ from pydantic import BaseModel
 
 from workbench.llm.errors import LLMConfigError, LLMTimeoutError, LLMTransportError
 from workbench.llm.protocol import ChatResult, Message, ToolCall, ToolSpec
-from workbench.llm.tools import text_tool_instructions
+from workbench.llm.tools import json_tool_instructions, text_tool_instructions
 
 __all__ = ["OpenAIConfig", "OpenAIBackend", "RETRY_STATUSES"]
 
@@ -43,8 +43,11 @@ class OpenAIConfig:
         timeout_s: per-request socket timeout; a stalled request raises after this long.
         max_retries: extra attempts after a 429/5xx/connection error/timeout.
         backoff_s: first backoff delay; doubles each retry, capped at ``backoff_max_s``.
-        tool_mode: ``native`` sends ``tools``; ``text`` describes tools in the system prompt; ``auto``
-            tries native and falls back to text for good if the server rejects ``tools``.
+        tool_mode: ``native`` sends ``tools``; ``text`` describes tools in the system prompt; ``json`` describes them
+            there too and sends the schema of a list of their calls as the ``response_format``
+            (:func:`~workbench.llm.tools.tool_calls_schema`), so a server that constrains decoding can only return
+            well-formed calls of known tools (for models whose chat template has no tools); ``auto`` tries native and
+            falls back to text for good if the server rejects ``tools``.
         response_format: how a schema is passed: OpenAI ``json_schema`` (vLLM, hosted APIs),
             llama.cpp-style ``json_object`` with a schema, ``none`` (prompt only), or ``auto``: try
             ``json_schema`` and switch to ``json_object`` for good if the server rejects it. The reply is
@@ -59,7 +62,7 @@ class OpenAIConfig:
     max_retries: int = 3
     backoff_s: float = 0.5
     backoff_max_s: float = 8.0
-    tool_mode: Literal["native", "text", "auto"] = "auto"
+    tool_mode: Literal["native", "text", "json", "auto"] = "auto"
     response_format: Literal["auto", "json_schema", "json_object", "none"] = "auto"
     extra_body: Mapping[str, Any] | None = None
 
@@ -86,9 +89,21 @@ class OpenAIBackend:
         self.model = self.config.model
         self._sleep = sleep
         self._lock = threading.Lock()
-        self._text_tools = self.config.tool_mode == "text"
+        self._text_tools = self.config.tool_mode in ("text", "json")
         self._format = "json_schema" if self.config.response_format == "auto" else self.config.response_format
         self.stats: dict[str, int] = {"requests": 0, "retries": 0, "failures": 0}
+
+    @property
+    def tool_reply(self) -> str:
+        """The shape a tool stage's reply is asked for: ``json`` (one object of calls), ``text`` or ``native``."""
+        return "json" if self.config.tool_mode == "json" else ("text" if self._text_tools else "native")
+
+    @property
+    def mode(self) -> str:
+        """How replies are shaped now: the ``response_format`` sent with a schema (``json_schema``,
+        ``json_object`` or ``none``), and ``+tools:<mode>`` for tool stages."""
+        tools = "json" if self.config.tool_mode == "json" else ("text" if self._text_tools else "native")
+        return f"{self._format}+tools:{tools}"
 
     def __repr__(self) -> str:
         return f"OpenAIBackend(base_url={self.config.base_url!r}, model={self.model!r})"
@@ -106,7 +121,15 @@ class OpenAIBackend:
         body: dict[str, Any] = {"model": self.model, "temperature": temperature, "max_tokens": max_tokens}
         if seed is not None:
             body["seed"] = seed
-        if tools and self._text_tools:
+        shape = None
+        if tools and self.config.tool_mode == "json":
+            addendum, shape = json_tool_instructions(tools)
+            shape = shape if self._format != "none" else None  # described only: the unconstrained comparison
+            if wire and wire[0]["role"] == "system":
+                wire[0] = {**wire[0], "content": f"{wire[0]['content']}\n\n{addendum}"}
+            else:
+                wire.insert(0, {"role": "system", "content": addendum})
+        elif tools and self._text_tools:
             addendum = text_tool_instructions(tools)
             if wire and wire[0]["role"] == "system":
                 wire[0] = {**wire[0], "content": f"{wire[0]['content']}\n\n{addendum}"}
@@ -114,11 +137,12 @@ class OpenAIBackend:
                 wire.insert(0, {"role": "system", "content": addendum})
         elif tools:
             body["tools"] = [t.to_openai() for t in tools]
-        if schema is not None and not tools and self._format != "none":
-            js = schema.model_json_schema()
+        if shape is None and schema is not None and not tools and self._format != "none":
+            shape = schema.model_json_schema()
+        if shape is not None:
+            js, name = shape, (schema.__name__ if schema is not None and not tools else "tool_calls")
             if self._format == "json_schema":
-                body["response_format"] = {"type": "json_schema",
-                                           "json_schema": {"name": schema.__name__, "schema": js}}
+                body["response_format"] = {"type": "json_schema", "json_schema": {"name": name, "schema": js}}
             else:
                 body["response_format"] = {"type": "json_object", "schema": js}
         body["messages"] = wire

@@ -34,7 +34,7 @@ def get_backend(name: str, *, cache_dir: str | os.PathLike | None = None, **kwar
     """Build the backend registered as ``name``.
 
     Args:
-        name: ``openai``, ``local``, ``offline-alfworld``, ``scripted`` or any registered name.
+        name: ``openai``, ``llama-server``, ``local``, ``offline-alfworld``, ``scripted`` or any registered name.
         cache_dir: when given, wrap the backend in a :class:`~workbench.llm.cache.CachedBackend` there.
         **kwargs: passed to the factory (e.g. ``base_url``, ``model``, ``api_key_env`` for ``openai``).
 
@@ -68,6 +68,13 @@ def _local(lm: Any = None, model: str | None = None, **kwargs: Any) -> Backend:
 
 
 
+def _llama_server(**kwargs: Any) -> Backend:
+    # lazy: a backend's client (HTTP, an in-process model) loads only when that backend is asked for
+    from workbench.llm.server import served_backend
+
+    return served_backend(**kwargs)
+
+
 def _offline_alfworld(**kwargs: Any) -> Backend:
     # lazy: a backend's client (HTTP, an in-process model) loads only when that backend is asked for
     from workbench.llm.offline import OfflineALFWorldBackend
@@ -87,5 +94,7 @@ OFFLINE_BACKEND = "offline-alfworld"
 
 register_backend("openai", _openai, doc="any OpenAI-compatible endpoint (llama.cpp's server, vLLM, ...)")
 register_backend("local", _local, doc="an in-process white-box model")
+register_backend("llama-server", _llama_server,
+                 doc="a llama.cpp server on the packaged SmolLM2 (or model=<.gguf>), started and stopped by this process")
 register_backend("offline-alfworld", _offline_alfworld, doc="deterministic offline ALFWorld algorithms (no model)")
 register_backend("scripted", _scripted, doc="scripted replies, for tests")

@@ -8,13 +8,15 @@ deterministic offline algorithm are interchangeable.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
 
-from workbench.llm.errors import LLMConfigError
+from workbench.llm.errors import LLMConfigError, LLMOutputError, LLMTransportError
+from workbench.llm.ledger import StageCall
 from workbench.llm.offline.backend import register_algorithm
 from workbench.llm.protocol import Backend, Message, ToolSpec
 from workbench.llm.structured import Parsed, chat_json, chat_tools
@@ -119,10 +121,13 @@ def render_stage(stage: Stage | str, payload: BaseModel | dict) -> tuple[list[Me
 
 
 def run_stage(backend: Backend, stage: Stage | str, payload: BaseModel | dict, *, temperature: float = 0.0,
-              max_tokens: int | None = None, seed: int | None = 0, repair: bool = True) -> Parsed[Any]:
+              max_tokens: int | None = None, seed: int | None = 0, repair: bool = True,
+              ledger: list[StageCall] | None = None) -> Parsed[Any]:
     """Run one stage on ``backend`` and return its validated output.
 
-    ``Parsed.value`` is the stage's output model, or a list of validated ToolCalls for tool stages.
+    ``Parsed.value`` is the stage's output model, or a list of validated ToolCalls for tool stages. ``ledger``: a
+    list that gets this call's :class:`~workbench.llm.ledger.StageCall` (fate, requests, wall time), whatever the
+    outcome.
 
     Raises:
         LLMOutputError: the reply (and the one repair retry) did not validate.
@@ -133,7 +138,29 @@ def run_stage(backend: Backend, stage: Stage | str, payload: BaseModel | dict, *
     messages, context = render_stage(st, payload)
     params = dict(temperature=temperature, max_tokens=max_tokens or st.max_tokens, seed=seed, context=context,
                   repair=repair)
-    if st.tools:
-        return chat_tools(backend, messages, st.tools, stage=st.name, **params)
-    assert st.output_model is not None
-    return chat_json(backend, messages, st.output_model, stage=st.name, **params)
+    t0 = time.perf_counter()
+    mode = str(getattr(backend, "mode", "algorithm" if getattr(backend, "uses_context", False) else "prompt"))
+
+    def note(fate: str, requests: int, reason: str | None = None, tokens: int | None = None) -> None:
+        if ledger is not None:
+            ledger.append(StageCall(stage=st.name, backend=str(getattr(backend, "name", type(backend).__name__)),
+                                    model=str(getattr(backend, "model", "")), mode=mode, fate=fate,  # type: ignore[arg-type]
+                                    requests=requests, ms=(time.perf_counter() - t0) * 1000, reason=reason,
+                                    completion_tokens=tokens))
+
+    try:
+        if st.tools:
+            out = chat_tools(backend, messages, st.tools, stage=st.name, **params)
+        else:
+            assert st.output_model is not None
+            out = chat_json(backend, messages, st.output_model, stage=st.name, **params)
+    except LLMOutputError as e:
+        note("rejected", len(e.raw), reason=e.reason[:300])
+        raise
+    except LLMTransportError as e:
+        note("failed", getattr(e, "attempts", 1), reason=str(e)[:300])
+        raise
+    used = [r.usage.get("completion_tokens") for r in out.results]
+    note("repaired" if out.repaired else "valid", len(out.results),
+         tokens=sum(u for u in used if u is not None) if any(u is not None for u in used) else None)
+    return out

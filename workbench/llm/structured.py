@@ -28,7 +28,7 @@ from workbench.llm.protocol import (
     ToolSpec,
     as_messages,
 )
-from workbench.llm.tools import format_text_tool_call
+from workbench.llm.tools import format_text_tool_call, tool_calls_from_json
 
 __all__ = ["Parsed", "chat_json", "chat_tools", "MAX_REPAIRS"]
 
@@ -54,6 +54,25 @@ class Parsed(Generic[M]):
     @property
     def repaired(self) -> bool:
         return len(self.results) > 1
+
+
+def _envelope_calls(text: str, required: bool = False) -> list[ToolCall]:
+    """Calls of a reply in the JSON shape constrained decoding writes (``{"tool_calls": [...]}``); a reply that starts
+    that shape but does not finish it (cut by ``max_tokens``) is an error, never "no call". ``required`` (the backend
+    asked for that shape): any other reply, prose included, is an error too."""
+    body = (text or "").strip()
+    if not body.startswith("{"):
+        if required:
+            raise ToolCallError("tool_calls", 'expected one JSON object {"tool_calls": [...]} (an empty list for no '
+                                "call), got text", [text])
+        return []
+    calls = tool_calls_from_json(body)
+    if calls is None:
+        if '"tool_calls"' in body:
+            raise ToolCallError("tool_calls", 'the {"tool_calls": [...]} reply is incomplete or malformed JSON',
+                                [text])
+        return []
+    return calls
 
 
 def _reply_text(res: ChatResult) -> str:
@@ -133,15 +152,18 @@ def chat_tools(
     """
     msgs = as_messages(messages)
     results: list[ChatResult] = []
+    json_tools = getattr(backend, "tool_reply", None) == "json"
     ask = (
         f"Call only these tools: {', '.join(t.name for t in tools)}, with arguments matching their schemas, "
-        "using <tool_call><function=NAME><parameter=P>value</parameter></function></tool_call> blocks."
+        + ('as one JSON object {"tool_calls": [{"name": ..., "arguments": {...}}]}.' if json_tools else
+           "using <tool_call><function=NAME><parameter=P>value</parameter></function></tool_call> blocks.")
     )
     for _attempt in range(1 + (MAX_REPAIRS if repair else 0)):
         res = backend.chat(msgs, tools=tools, context=context, **params)
         results.append(res)
         try:
-            calls = list(res.tool_calls) or parse_text_tool_calls(res.text, tools)
+            calls = list(res.tool_calls) or _envelope_calls(res.text, json_tools) or parse_text_tool_calls(res.text,
+                                                                                                           tools)
             return Parsed(validate_tool_calls(calls, tools, stage=stage), tuple(results))
         except LLMOutputError as e:
             reason = e.reason

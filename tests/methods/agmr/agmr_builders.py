@@ -68,6 +68,7 @@ class ScriptedRefiner(Refiner):
     """
 
     def __init__(self, base, script, backend=None, **config):
+        config.setdefault("reflector_sees_plan", True)  # these scripts test the oracle reflector, which reads PLAN
         cfg = RefineConfig(heads=((0, 0),), retriever="bm25", **config)
         super().__init__(base, agent=None, env=None, heads=cfg.heads, backend=backend or OfflineALFWorldBackend(),
                          config=cfg, expert_plans={TASK.task_id: PLAN}, on_execution=self.executions_append)

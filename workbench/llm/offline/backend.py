@@ -43,6 +43,7 @@ class OfflineALFWorldBackend:
     name = "offline-alfworld"
     model = "alfworld-rules-v1"
     uses_context = True  # answers are computed from the payload (also keys the response cache)
+    mode = "algorithm"  # see workbench.llm.ledger
 
     def __init__(self, tool_format: Literal["native", "text"] = "native") -> None:
         self.tool_format = tool_format

@@ -35,6 +35,9 @@ class Execution(_Rec):
     memory: MemoryEntry
     trajectory: Trajectory
     utilization: UtilizationEpisode
+    # "<folder>::<execution id>" when this episode was not played but adopted from another refinement's identical
+    # one (same task, memory, agent, dtype, heads and step limit: the deterministic agent would replay it exactly)
+    adopted_from: str | None = None
 
 
 class Attempt(_Rec):
@@ -76,6 +79,7 @@ class TaskRecord(_Rec):
     tokens_after: int | None = None
     recovered: bool = False  # rebuilt on resume from a commit's provenance (the log line was lost to a kill)
     meta: dict = Field(default_factory=dict)
+    stage_calls: tuple[dict, ...] = ()  # every LLM stage call of the task and its fate (workbench.llm.ledger)
 
 
 def candidate_diff(entry: MemoryEntry, cand: MemoryEntry, n: int) -> str:

@@ -4,7 +4,8 @@ Per refinement task x, in the order of the split:
 
 1. Retrieve m* from the base exactly as the Traj condition does (MiniLM over goals, same task type, never x's own
    game) and execute x with the retrieval heads captured: trajectory tau and C (:func:`utilization_episode`).
-2. **Failure branch.** The semantic reflector (stage ``reflector_failure``, which may read x's expert plan) gives
+2. **Failure branch.** The semantic reflector (stage ``reflector_failure``; it sees m* and tau, as in the paper, and
+   x's expert plan too only under ``reflector_sees_plan``) gives
    the earliest critical error step j, the correct action there and the supporting segment i. The pattern is the
    workbench's one rule (:func:`workbench.attention.diagnose_column` on ``C[:, j]`` against the entry's median
    c^max), recorded as ``rule_pattern``; the attention-guided refiner (stage ``refiner_failure``, shown the
@@ -50,6 +51,7 @@ from workbench.envs.alfworld import ALFWorldEnv, load_alfworld_tasks
 from workbench.envs.memory_base import expert_trajectories_for
 from workbench.envs.selection import parse_task_slice
 from workbench.llm import LLMOutputError, run_stage
+from workbench.llm.ledger import StageCall, ledger_records, reject_last
 from workbench.llm.registry import get_backend
 from workbench.locks import folder_lock
 from workbench.memory.base import MemoryBase
@@ -73,7 +75,8 @@ from workbench.methods.agmr.records import (
     utilization_summary,
 )
 from workbench.methods.agmr.refine_config import RefineConfig, RefinementError
-from workbench.methods.agmr.refine_folder import prepare, refine_paths, refine_stats
+from workbench.files import present
+from workbench.methods.agmr.refine_folder import load_executions, prepare, refine_paths, refine_stats
 from workbench.methods.agmr.segment_edits import SegmentEditError, apply_segment_edits
 from workbench.methods.agmr.stage_types import (
     DirectFailureEditInput,
@@ -84,7 +87,7 @@ from workbench.methods.agmr.stage_types import (
 )
 from workbench.models import load_model
 
-__all__ = ["Attempted", "Executed", "Refiner", "Verdict", "execute", "refine"]
+__all__ = ["ADOPTION_KEYS", "Attempted", "Executed", "Refiner", "Verdict", "adoptable_executions", "execute", "refine"]
 
 
 @dataclass
@@ -154,14 +157,20 @@ class Refiner:
         config: the parameters.
         expert_plans: task id -> the task's expert actions (what the offline reflector may read).
         on_execution: called with every :class:`Execution` as soon as it is played (the run appends it to disk).
+        adoptable: executions of another refinement with the same agent, dtype, heads and step limit
+            (:func:`adoptable_executions`): one whose task and memory equal the one about to be played is adopted
+            instead (marked ``adopted_from``), since the deterministic agent would replay it exactly.
     """
 
     def __init__(self, base: MemoryBase, agent: Any, env: Any, heads: Sequence[tuple[int, int]], backend: Any,
                  config: RefineConfig, expert_plans: dict[str, Sequence[str]],
-                 on_execution: Callable[[Execution], None] | None = None) -> None:
+                 on_execution: Callable[[Execution], None] | None = None,
+                 adoptable: dict[tuple[str, str], tuple[str, Execution]] | None = None) -> None:
         self.base, self.agent, self.env, self.heads = base, agent, env, list(heads)
         self.backend, self.config, self.plans = backend, config, expert_plans
         self.on_execution = on_execution or (lambda e: None)
+        self.adoptable = adoptable or {}
+        self.ledger: list[StageCall] = []  # this task's stage calls (reset per task by steps())
         self.retriever = get_retriever(config.retriever, base)
 
     # -- pieces ------------------------------------------------------------------------------------------
@@ -170,12 +179,26 @@ class Refiner:
         return hits[0][0] if hits else None
 
     def execute(self, task: Any, memory: MemoryEntry, n: int, base_version: int, candidate: bool) -> _Run:
-        ex = execute(self.agent, self.env, self.heads, task, memory, n, base_version, candidate, self.config.max_steps)
+        same = self.adoptable.get((task.task_id, memory.model_dump_json()))
+        if same is not None:
+            folder, old = same
+            ex = old.model_copy(update={"id": f"{task.task_id}#{n}", "base_version": base_version,
+                                        "candidate": candidate, "adopted_from": f"{folder}::{old.id}"})
+        else:
+            ex = execute(self.agent, self.env, self.heads, task, memory, n, base_version, candidate,
+                         self.config.max_steps)
         self.on_execution(ex)
         return _Run(ex)
 
     def _stage(self, name: str, payload: BaseModel) -> Any:
-        return run_stage(self.backend, name, payload).value
+        return run_stage(self.backend, name, payload, ledger=self.ledger).value
+
+    def _refused(self, e: Exception) -> None:
+        """A stage's reply parsed but the refinement refused it (a RefinementError or a payload it made that does not
+        validate): the ledger's last call is marked rejected."""
+        if isinstance(e, LLMOutputError) or not self.ledger:
+            return  # already counted by run_stage
+        reject_last(self.ledger, self.ledger[-1].stage, error_text(e))
 
     def _candidate(self, memory: MemoryEntry, edits: Sequence[Any]) -> MemoryEntry:
         if not edits:
@@ -196,8 +219,8 @@ class Refiner:
         attempt that fails half-way keeps what its stages said)."""
         info = {} if info is None else info
         traj, C = run.traj, run.record.matrix()
-        refl = self._stage("reflector_failure", ReflectorInput(memory=memory, trajectory=traj,
-                                                               expert_plan=tuple(self.plans.get(task_id, ()))))
+        plan = tuple(self.plans.get(task_id, ())) if self.config.reflector_sees_plan else ()
+        refl = self._stage("reflector_failure", ReflectorInput(memory=memory, trajectory=traj, expert_plan=plan))
         info["reflection"] = refl.model_dump()
         if not 0 <= refl.critical_step < C.n_steps:
             raise RefinementError(f"reflector: critical_step {refl.critical_step} is not a step of the run "
@@ -264,7 +287,9 @@ class Refiner:
         """Algorithm 1 for one task; commits to the base when an edit is verified."""
         for event in self.steps(task, goal):
             if isinstance(event, Verdict):
-                return event.record if event.commit is None else event.commit()
+                rec = event.record if event.commit is None else event.commit()
+                calls = ledger_records(self.ledger)
+                return rec.model_copy(update={"stage_calls": tuple(calls)}) if calls else rec
         raise AssertionError("Refiner.steps ended without a verdict")
 
     def steps(self, task: Any, goal: str) -> Iterator[Executed | Attempted | Verdict]:
@@ -272,6 +297,7 @@ class Refiner:
         verification (:class:`Attempted`), then the :class:`Verdict`. A verified edit is not committed here: the
         verdict's ``commit()`` does it (:meth:`refine_task` calls it at once; a live session when the user
         accepts). Stopping early (an interrupt between or inside executions) leaves the base as it was."""
+        self.ledger = []
         entry = self.retrieve(task, goal)
         if entry is None:
             yield Verdict(TaskRecord(task_id=task.task_id, task_type=task.task_type, outcome="no_memory"))
@@ -291,6 +317,7 @@ class Refiner:
                 try:
                     cand, info = self._failure_edit(memory, run, task.task_id, info)
                 except typed as e:
+                    self._refused(e)
                     attempts.append(Attempt(n=n, error=error_text(e), reflection=info.get("reflection"),
                                             rule=info.get("rule"), refinement=info.get("refinement"),
                                             pattern=info.get("pattern")))
@@ -321,6 +348,7 @@ class Refiner:
         try:
             cand, info = self._success_edit(entry, first)
         except typed as e:
+            self._refused(e)
             yield Verdict(TaskRecord(**common, branch="success", outcome="error",
                                      attempts=(Attempt(n=1, error=error_text(e)),), executions=tuple(runs),
                                      segments_after=len(entry.segments), tokens_after=common["tokens_before"]))
@@ -362,6 +390,7 @@ class Refiner:
             "utilization": last.utilization,
             "diff": last.diff, "verification": [last.execution], "executions": list(runs),
             "backend": getattr(self.backend, "name", str(self.backend)), "model": self.config.model,
+            "reflector_sees_plan": self.config.reflector_sees_plan,
             **(patterns or {"first_pattern": None, "first_rule_pattern": None}),
         }
         stored = self.base.commit(cand.model_copy(update={"version": entry.version}),
@@ -373,28 +402,60 @@ class Refiner:
                           tokens_after=memory_tokens(stored))
 
 
+#: The parameters two refinements must share for an execution of one to stand for the same execution of the other.
+ADOPTION_KEYS = ("split", "model", "dtype", "heads", "max_steps")
+
+
+def adoptable_executions(folder: str | Path, config: RefineConfig) -> dict[tuple[str, str], tuple[str, Execution]]:
+    """The executions of the refinement in ``folder`` that ``config``'s refinement may adopt, keyed by (task, memory).
+
+    Raises:
+        ValueError: ``folder`` is not a refinement, or it played with another agent, dtype, heads, split or step
+            limit (its episodes would not be this refinement's).
+    """
+    cfg_path, _, _ = refine_paths(Path(folder))
+    if not present(cfg_path):
+        raise ValueError(f"--adopt-executions-from {folder}: no refinement there (no {cfg_path.name}); name the "
+                         "folder of a finished or running `workbench refine --base-out`")
+    theirs = refine_stats(folder)["config"] or {}
+    ours = config.identity()
+    differ = {k: (theirs.get(k), ours[k]) for k in ADOPTION_KEYS if theirs.get(k) != ours[k]}
+    if differ:
+        raise ValueError(f"--adopt-executions-from {folder}: its episodes were played with other parameters {differ} "
+                         "(theirs, ours); adopt only from a refinement with the same agent, dtype, heads, split and "
+                         "step limit")
+    out: dict[tuple[str, str], tuple[str, Execution]] = {}
+    for ex in load_executions(folder):
+        out.setdefault((ex.task_id, ex.memory.model_dump_json()), (str(folder), ex))
+    return out
+
+
 def refine(config: RefineConfig, out: str | Path, *, lm: Any = None, progress: bool = True,
-           stop_after: int | None = None) -> dict:
+           stop_after: int | None = None, adopt_from: str | Path | None = None) -> dict:
     """Refine a copy of the source base on ``config``'s tasks into ``out`` (resuming what is there).
 
     Args:
         lm: a model already loaded (must be ``config.model``).
         stop_after: play at most this many tasks in this call (tests; a kill does the same).
+        adopt_from: another refinement's folder whose identical executions are adopted rather than played
+            (:func:`adoptable_executions`); the refinement's results are the same, only faster.
 
     Returns:
         :func:`refine_stats` of the folder.
     """
     with folder_lock(out, f"workbench refine --base-out {out}"):  # one refinement writes a base at a time
-        return _refine(config, out, lm=lm, progress=progress, stop_after=stop_after)
+        return _refine(config, out, lm=lm, progress=progress, stop_after=stop_after, adopt_from=adopt_from)
 
 
-def _refine(config: RefineConfig, out: str | Path, *, lm: Any, progress: bool, stop_after: int | None) -> dict:
+def _refine(config: RefineConfig, out: str | Path, *, lm: Any, progress: bool, stop_after: int | None,
+            adopt_from: str | Path | None = None) -> dict:
     from tqdm.auto import tqdm
 
     root = Path(out)
     if not config.heads:
         config = RefineConfig(**{**asdict(config), "heads": tuple(default_retrieval_heads(config.model))})
     backend = get_backend(config.backend, **dict(kv.split("=", 1) for kv in config.backend_args))
+    adoptable = adoptable_executions(adopt_from, config) if adopt_from is not None else {}
     base, done = prepare(root, config)
     _, log_path, exec_path = refine_paths(root)
     tasks = load_alfworld_tasks(config.split)
@@ -409,7 +470,7 @@ def _refine(config: RefineConfig, out: str | Path, *, lm: Any, progress: bool, s
         agent = Agent.from_model(lm, record_admissible=True)  # the offline reflector replays states with them
         env = ALFWorldEnv(max_steps=config.max_steps)
         refiner = Refiner(base, agent, env, config.heads, backend, config, plans,
-                          on_execution=lambda e: append_jsonl(exec_path, e))
+                          on_execution=lambda e: append_jsonl(exec_path, e), adoptable=adoptable)
         counts: Counter = Counter()
         bar = tqdm(todo, desc=f"refine {config.split}", disable=not progress)
         try:

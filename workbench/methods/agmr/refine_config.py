@@ -7,10 +7,18 @@ from dataclasses import asdict, dataclass
 from workbench.attention.head_set import check_heads
 from workbench.models.registry import DEFAULT_AGENT
 
-__all__ = ["VARIANTS", "RefinementError", "RefineConfig"]
+__all__ = ["VARIANTS", "LEGACY_IDENTITY", "RefinementError", "RefineConfig", "saved_identity"]
 
 
 VARIANTS = ("agmr", "no-agr")
+
+#: What a refinement saved before a parameter existed did: its reflector always read the expert plan.
+LEGACY_IDENTITY = {"reflector_sees_plan": True}
+
+
+def saved_identity(saved: dict) -> dict:
+    """A saved ``config.json``'s parameters, with what a refinement made before a parameter existed did."""
+    return {**LEGACY_IDENTITY, **saved}
 
 
 class RefinementError(ValueError):
@@ -33,6 +41,10 @@ class RefineConfig:
         retriever: how m* is retrieved (as the Traj condition).
         max_steps: episode step limit.
         source: the base refined (a folder); None: the default memory base (valid_train expert trajectories).
+        reflector_sees_plan: show the reflector the refinement task's expert plan (its "Reference plan" field; the
+            offline reflector then localises the error with the plan-tracking oracle). False, the default, is the
+            paper's reflector, which sees the memory m* and the trajectory tau only. A refinement saved before this
+            option existed read the plan (:data:`LEGACY_IDENTITY`).
     """
 
     split: str = "valid_seen"
@@ -49,6 +61,7 @@ class RefineConfig:
     retriever: str = "minilm"
     max_steps: int = 50
     source: str | None = None
+    reflector_sees_plan: bool = False
 
     def __post_init__(self) -> None:
         # integers only (a float 20.7 is refused, never truncated to 20), distinct; empty: the committed heads
@@ -56,6 +69,8 @@ class RefineConfig:
         object.__setattr__(self, "backend_args", tuple(self.backend_args))
         if self.variant not in VARIANTS:
             raise ValueError(f"variant '{self.variant}': expected one of {', '.join(VARIANTS)}")
+        if not isinstance(self.reflector_sees_plan, bool):
+            raise ValueError(f"reflector_sees_plan {self.reflector_sees_plan!r}: expected true or false")
         if self.max_attempts < 1:
             raise ValueError(f"max_attempts {self.max_attempts}: expected at least 1")
         if self.weak_rule not in ("relative", "global_capped", "global"):

@@ -19,7 +19,7 @@ from workbench.memory.trajectory import (
     iter_jsonl_dicts,
 )
 from workbench.methods.agmr.records import Execution, TaskRecord
-from workbench.methods.agmr.refine_config import RefineConfig
+from workbench.methods.agmr.refine_config import RefineConfig, saved_identity
 from workbench.provenance import versions
 
 __all__ = ["REFINE_DIR", "refine_paths", "load_log", "load_executions", "prepare", "refine_stats"]
@@ -88,9 +88,9 @@ def _open_base(root: Path, config: RefineConfig) -> MemoryBase:
         cfg_path.unlink()
     if cfg_path.exists():
         saved = _refine_config(cfg_path)
-        if saved.get("config") != config.identity():
-            diff = {k: (saved.get("config", {}).get(k), v) for k, v in config.identity().items()
-                    if saved.get("config", {}).get(k) != v}
+        had = saved_identity(saved.get("config", {}))
+        if had != config.identity():
+            diff = {k: (had.get(k), v) for k, v in config.identity().items() if had.get(k) != v}
             raise ValueError(f"{root}: holds a refinement with other parameters {diff} (saved, given); refine into "
                              "a new --base-out folder or pass the same parameters to resume")
         return MemoryBase(root)
@@ -148,7 +148,8 @@ def refine_stats(root: str | Path) -> dict:
     originals = {e.entry_id: base.original(e.entry_id) for e in base}
     tokens_then = sum(memory_tokens(e) for e in originals.values())
     return {
-        "config": saved.get("config"), "source": saved.get("source"),
+        "config": saved_identity(saved["config"]) if saved.get("config") is not None else None,
+        "source": saved.get("source"),
         "tasks": len(log), "failures": len(failures), "successes": sum(r.branch == "success" for r in log),
         "no_memory": sum(r.outcome == "no_memory" for r in log),
         "outcomes": dict(Counter(r.outcome for r in log)),

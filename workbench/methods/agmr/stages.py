@@ -48,13 +48,21 @@ from workbench.methods.agmr.stage_types import (
 __all__ = ["STAGE_NAMES"]
 
 
+def _plan_section(plan: tuple[str, ...]) -> str:
+    """The reflector prompt's "Reference plan" section: shown only when the refinement shows the expert plan
+    (``--reflector-sees-plan``); the paper's reflector sees the memory and the trajectory alone."""
+    if not plan:
+        return ""
+    return "\nReference plan for this task:\n" + "\n".join(f"{k}. {a}" for k, a in enumerate(plan)) + "\n"
+
+
 _STAGES = (
     Stage("retrieval_analyzer", "retrieval_analyzer", RetrievalAnalyzerInput,
           lambda p: {"goal": p.succeeded.goal, "memory": render_memory(p.memory), "failed": render_trajectory(p.failed),
                      "succeeded": render_trajectory(p.succeeded)}, output_model=RetrievalAnalysis),
     Stage("reflector_failure", "reflector_failure", ReflectorInput,
           lambda p: {"goal": p.trajectory.goal, "memory": render_memory(p.memory), "trajectory": render_trajectory(p.trajectory),
-                     "expert_plan": "\n".join(f"{k}. {a}" for k, a in enumerate(p.expert_plan)) or "(none)"},
+                     "expert_plan": _plan_section(p.expert_plan)},
           output_model=FailureReflection),
     Stage("reflector_success", "reflector_success", ReflectorInput,
           lambda p: {"goal": p.trajectory.goal, "memory": render_memory(p.memory), "trajectory": render_trajectory(p.trajectory)},

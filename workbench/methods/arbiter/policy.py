@@ -33,6 +33,7 @@ from workbench.agents.policy import MemoryBlock
 from workbench.envs.alfworld_text import is_failure, normalize
 from workbench.envs.base import Task
 from workbench.llm.errors import LLMOutputError
+from workbench.llm.ledger import ledger_records, reject_last
 from workbench.llm.registry import OFFLINE_BACKEND, get_backend
 from workbench.llm.stages import run_stage
 from workbench.memory.trajectory import Step
@@ -90,6 +91,7 @@ class ArbiterPolicy:
         self._last_block: MemoryBlock | None = None
         self._last_step: int | None = None
         self._step_candidates: list[Candidate] = []
+        self._ledger: list = []
 
     def begin(self, task: Task, goal: str, room: str) -> None:
         self.begin_state(goal, room)
@@ -106,6 +108,7 @@ class ArbiterPolicy:
         if self._last_step == step and self._last_block is not None:
             return self._last_block  # asked twice at one state (e.g. re-scoring): same block, no second write
         errors: list[dict] = []
+        self._ledger = []
         prev_subgoal = self._state.subgoal if self._state else None
         state = self._parse(history, errors)
         log = self._write(step, state, errors)
@@ -120,7 +123,8 @@ class ArbiterPolicy:
     def _parse(self, history: list[Step], errors: list[dict]) -> ParsedState:
         try:
             return run_stage(self.backend, "arbiter_state_parser",
-                             StateParserInput(goal=self._goal, observation=self._obs, history=tuple(history))).value
+                             StateParserInput(goal=self._goal, observation=self._obs, history=tuple(history)),
+                             ledger=self._ledger).value
         except LLMOutputError as e:
             errors.append({"stage": "arbiter_state_parser", "error": type(e).__name__, "reason": e.reason})
             return self._state or ParsedState(subgoal=f"work towards: {self._goal}")
@@ -131,12 +135,13 @@ class ArbiterPolicy:
                                WriterInput(goal=self._goal, step=step, observation=self._obs,
                                            previous_action=self._prev_action, state=state,
                                            memory=tuple(f"[{i.id}] {i.bank}: {i.focal}" for i in self.store.active())
-                                           )).value
+                                           ), ledger=self._ledger).value
             outcome = (self._prev_action, self._failed) if self._prev_action is not None else None
             return self.store.update(writes.items, step, state, outcome)
         except LLMOutputError as e:
             errors.append({"stage": "arbiter_writer", "error": type(e).__name__, "reason": e.reason})
         except InvalidWriteError as e:
+            reject_last(self._ledger, "arbiter_writer", str(e))
             errors.append({"stage": "arbiter_writer", "error": type(e).__name__, "reason": str(e),
                            "problems": [list(p) for p in e.problems]})
         return None
@@ -179,6 +184,8 @@ class ArbiterPolicy:
                 "errors": errors,
             },
         }
+        if calls := ledger_records(self._ledger):
+            record["arbiter"]["stage_calls"] = calls
         mb = MemoryBlock(layout="working_memory", working_memory=block.pieces, record=record,
                          meta={"variant": self.variant.name, "budget": self.budget})
         return mb, record

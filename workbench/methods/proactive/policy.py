@@ -17,7 +17,8 @@ The paper's ablations are variants of one registry (``variants.py``): what manag
 What a run records per step (``Trajectory.meta["steps"][t]["proactive"]``): ``trigger`` (why the memory agent
 ran, or null), ``calls`` (applied tool calls), ``errors`` (rejected replies and calls), ``reminder`` (text or
 null), ``silent``, ``n_calls`` (memory-agent requests this step), ``latency_ms`` (their wall time; the only
-field that differs between two runs of the same episode), ``bank`` (entry count) and ``new_entries``.
+field that differs between two runs of the same episode, with ``stage_calls``' ``ms``), ``bank`` (entry count),
+``new_entries`` and ``stage_calls`` (each request's fate, :mod:`workbench.llm.ledger`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from workbench.agents.policy import MemoryBlock
 from workbench.envs.alfworld_text import is_failure, normalize, parse_action
 from workbench.envs.base import Task
 from workbench.llm.errors import LLMOutputError
+from workbench.llm.ledger import ledger_records, reject_last
 from workbench.llm.registry import OFFLINE_BACKEND, get_backend
 from workbench.llm.stages import run_stage
 from workbench.memory.tokens import count_o200k
@@ -63,6 +65,7 @@ class ProactivePolicy:
         self.trigger = Trigger(interval, tuple(events))
         self.backend = backend if backend is not None else get_backend(OFFLINE_BACKEND)
         self.window = window
+        self._ledger: list = []
         self.begin(None, "", "")  # type: ignore[arg-type]
 
     def begin(self, task: Task, goal: str, room: str) -> None:
@@ -102,6 +105,7 @@ class ProactivePolicy:
         why = self.trigger.fires(step, failed=failed, repeated=repeated, new_location=new_location)
         rec: dict = {"trigger": why, "calls": [], "errors": [], "reminder": None, "silent": False,
                      "n_calls": 0, "latency_ms": 0.0}
+        self._ledger: list = []
         before = set(self.bank.entries)
         reminder, label = None, "Reminder"
         if why is not None:
@@ -117,6 +121,8 @@ class ProactivePolicy:
         rec["bank"] = len(self.bank)
         rec["new_entries"] = [e.describe() for k, e in self.bank.entries.items() if k not in before]
         rec["latency_ms"] = round(rec["latency_ms"], 1)
+        if calls := ledger_records(self._ledger):
+            rec["stage_calls"] = calls
         block = MemoryBlock(reminder=reminder, reminder_label=label, record={"proactive": rec},
                             meta={"variant": self.name})
         self._last = (step, block)
@@ -125,7 +131,7 @@ class ProactivePolicy:
     def timed_stage(self, stage: str, payload, rec: dict):
         t0 = time.perf_counter()
         try:
-            return run_stage(self.backend, stage, payload).value
+            return run_stage(self.backend, stage, payload, ledger=self._ledger).value
         finally:
             rec["n_calls"] += 1
             rec["latency_ms"] += (time.perf_counter() - t0) * 1000
@@ -139,6 +145,8 @@ class ProactivePolicy:
             rec["phase1_error"] = True  # the bank stays as it was; no tool-call target for the SFT export
             return
         applied, errors = self.bank.apply(calls, step)
+        if calls and not applied:  # every call refused by the bank: the reply was not used
+            reject_last(self._ledger, "proactive_update", f"all {len(calls)} tool call(s) refused by the bank")
         rec["calls"] = applied
         rec["errors"] += [{"phase": 1, "error": type(e).__name__, "call": e.index, "tool": e.call.name,
                            "reason": e.reason} for e in errors]
