@@ -20,6 +20,7 @@ way the reply goes through the same parsing, validation and one repair retry.
 from workbench.llm.cache import CachedBackend, ResponseCache
 from workbench.llm.errors import (
     LLMConfigError,
+    LLMContextError,
     LLMError,
     LLMOutputError,
     LLMTimeoutError,
@@ -58,4 +59,4 @@ from workbench.llm.templates import PromptTemplate, list_templates, load_templat
 from workbench.llm.tools import format_text_tool_call, text_tool_instructions
 from workbench.memory.segment_text import parse_segment_text, segment_text
 
-__all__ = ["Backend", "ChatResult", "Message", "ToolCall", "ToolSpec", "as_messages", "get_backend", "list_backends", "register_backend", "OpenAIBackend", "OpenAIConfig", "LocalBackend", "OfflineALFWorldBackend", "ScriptedBackend", "CachedBackend", "ResponseCache", "Parsed", "chat_json", "chat_tools", "extract_json_candidates", "parse_json_as", "parse_text_tool_calls", "validate_tool_calls", "Stage", "get_stage", "list_stages", "register_stage", "render_stage", "run_stage", "PromptTemplate", "list_templates", "load_template", "format_text_tool_call", "text_tool_instructions", "parse_segment_text", "segment_text", "LLMError", "LLMConfigError", "LLMTransportError", "LLMTimeoutError", "LLMOutputError", "ToolCallError"]
+__all__ = ["Backend", "ChatResult", "Message", "ToolCall", "ToolSpec", "as_messages", "get_backend", "list_backends", "register_backend", "OpenAIBackend", "OpenAIConfig", "LocalBackend", "OfflineALFWorldBackend", "ScriptedBackend", "CachedBackend", "ResponseCache", "Parsed", "chat_json", "chat_tools", "extract_json_candidates", "parse_json_as", "parse_text_tool_calls", "validate_tool_calls", "Stage", "get_stage", "list_stages", "register_stage", "render_stage", "run_stage", "PromptTemplate", "list_templates", "load_template", "format_text_tool_call", "text_tool_instructions", "parse_segment_text", "segment_text", "LLMError", "LLMConfigError", "LLMTransportError", "LLMTimeoutError", "LLMOutputError", "ToolCallError", "LLMContextError"]

@@ -14,6 +14,7 @@ __all__ = [
     "LLMTimeoutError",
     "LLMOutputError",
     "ToolCallError",
+    "LLMContextError",
 ]
 
 _RAW_PREVIEW = 400  # enough to see what went wrong, short enough for a log line
@@ -68,3 +69,11 @@ class LLMOutputError(LLMError):
 
 class ToolCallError(LLMOutputError):
     """A tool call named an unknown tool, or its arguments failed the tool's schema."""
+
+
+class LLMContextError(LLMOutputError, LLMConfigError):
+    """The prompt (plus the reply budget) does not fit the model's context window.
+
+    An output error for the run -- this one call gets no usable reply, its method records it and goes on, since a
+    shorter input may fit next time -- and a configuration error for a person (a larger ``n_ctx``, or a shorter
+    prompt)."""

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from workbench.llm.errors import LLMConfigError
+from workbench.llm.errors import LLMConfigError, LLMContextError
 from workbench.llm.protocol import ChatResult, Message, ToolSpec, as_messages
 from workbench.llm.tools import json_tool_instructions, text_tool_instructions, tool_calls_from_json
 from workbench.models import load_model
@@ -130,8 +130,8 @@ class LocalBackend:
         ids = self.tokenizer(prompt, return_tensors="pt", add_special_tokens=False)["input_ids"].to(device)
         n_prompt = int(ids.shape[1])
         if n_prompt + max_tokens > self.n_ctx:
-            raise LLMConfigError(f"{self.model}: prompt of {n_prompt} tokens + max_tokens={max_tokens} exceeds "
-                                 f"n_ctx={self.n_ctx}; shorten the prompt or lower max_tokens")
+            raise LLMContextError("request", f"{self.model}: prompt of {n_prompt} tokens + max_tokens={max_tokens} "
+                                  f"exceeds n_ctx={self.n_ctx}; shorten the prompt or lower max_tokens")
         gen = torch.Generator().manual_seed(0 if seed is None else int(seed))
         stop, out, finish = self._stop_ids(), [], "length"
         past, step_ids = None, ids

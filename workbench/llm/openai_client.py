@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from workbench.llm.errors import LLMConfigError, LLMTimeoutError, LLMTransportError
+from workbench.llm.errors import LLMConfigError, LLMContextError, LLMTimeoutError, LLMTransportError
 from workbench.llm.protocol import ChatResult, Message, ToolCall, ToolSpec
 from workbench.llm.tools import json_tool_instructions, text_tool_instructions
 
@@ -180,6 +180,10 @@ class OpenAIBackend:
                 last_status, timed_out = e.code, False
                 detail = e.read()[:_BODY_PREVIEW].decode(errors="replace")
                 last_msg = f"HTTP {e.code}: {detail}"
+                if e.code == 400 and ("context" in detail.lower() or "exceed" in detail.lower()):
+                    self._count_failure()
+                    raise LLMContextError("request", f"the prompt does not fit the model's context ({detail})",
+                                          ()) from None
                 # llama-cpp-python answers a request-validation error with 500; retrying cannot help.
                 rejected = e.code >= 500 and "validation error" in detail
                 if rejected or (e.code not in RETRY_STATUSES and e.code < 500):

@@ -67,7 +67,7 @@ class LlamaServer:
         start_timeout_s: how long to wait for it to answer.
     """
 
-    def __init__(self, model: str = "smollm2-135m-instruct", *, n_ctx: int = 4096, n_threads: int = 1,
+    def __init__(self, model: str = "smollm2-135m-instruct", *, n_ctx: int = 8192, n_threads: int = 1,
                  port: int | None = None, log: str | os.PathLike | None = None,
                  start_timeout_s: float = 180.0) -> None:
         self.model, self.n_ctx, self.n_threads = model, int(n_ctx), int(n_threads)
@@ -166,7 +166,7 @@ def _flag(value: object) -> bool:
     raise LLMConfigError(f"llama-server: expected true or false, got {value!r}")
 
 
-def served_backend(model: str = "smollm2-135m-instruct", constrain: object = True, n_ctx: object = 4096,
+def served_backend(model: str = "smollm2-135m-instruct", constrain: object = True, n_ctx: object = 8192,
                    n_threads: object = 1, timeout_s: object = 120.0, max_retries: object = 1,
                    log: str | None = None):
     """An OpenAI backend over its own :class:`LlamaServer`, started on the first request and stopped with the process

@@ -155,7 +155,7 @@ def run_stage(backend: Backend, stage: Stage | str, payload: BaseModel | dict, *
             assert st.output_model is not None
             out = chat_json(backend, messages, st.output_model, stage=st.name, **params)
     except LLMOutputError as e:
-        note("rejected", len(e.raw), reason=e.reason[:300])
+        note("rejected", max(len(e.raw), 1), reason=e.reason[:300])
         raise
     except LLMTransportError as e:
         note("failed", getattr(e, "attempts", 1), reason=str(e)[:300])

@@ -13,7 +13,6 @@ from workbench.memory.trajectory import MemoryEntry, Segment, Step, Trajectory
 from workbench.methods.agmr import Refiner
 from workbench.methods.agmr.recording import UtilizationEpisode
 from workbench.methods.agmr.records import Execution
-from workbench.methods.agmr.refine import _Run
 from workbench.methods.agmr.refine_config import RefineConfig
 
 GOAL = "put a apple in fridge."
@@ -79,16 +78,14 @@ class ScriptedRefiner(Refiner):
     def executions_append(self, ex: Execution) -> None:
         self.executions.append(ex)
 
-    def execute(self, task, memory, n, base_version, candidate):
+    def play(self, task, memory, n, base_version, candidate):
         success, actions, rows = self.script.pop(0)
         self.shown.append(memory)
         if rows is None:
             rows = [[1.0 if k == 1 else 0.1] * len(actions) for k in range(len(memory.segments))]
-        ex = Execution(id=f"{task.task_id}#{n}", task_id=task.task_id, entry_id=memory.entry_id,
-                       base_version=base_version, candidate=candidate, memory=memory,
-                       trajectory=trajectory(actions, success), utilization=record(rows, actions, success))
-        self.on_execution(ex)
-        return _Run(ex)
+        return Execution(id=f"{task.task_id}#{n}", task_id=task.task_id, entry_id=memory.entry_id,
+                         base_version=base_version, candidate=candidate, memory=memory,
+                         trajectory=trajectory(actions, success), utilization=record(rows, actions, success))
 
 
 WRONG = ["go to countertop 1", "go to fridge 1", "look"]  # skips the take: fails at step 1

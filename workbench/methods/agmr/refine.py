@@ -185,10 +185,14 @@ class Refiner:
             ex = old.model_copy(update={"id": f"{task.task_id}#{n}", "base_version": base_version,
                                         "candidate": candidate, "adopted_from": f"{folder}::{old.id}"})
         else:
-            ex = execute(self.agent, self.env, self.heads, task, memory, n, base_version, candidate,
-                         self.config.max_steps)
+            ex = self.play(task, memory, n, base_version, candidate)
         self.on_execution(ex)
         return _Run(ex)
+
+    def play(self, task: Any, memory: MemoryEntry, n: int, base_version: int, candidate: bool) -> Execution:
+        """Play one execution (the episode with ``memory`` shown and the heads captured)."""
+        return execute(self.agent, self.env, self.heads, task, memory, n, base_version, candidate,
+                       self.config.max_steps)
 
     def _stage(self, name: str, payload: BaseModel) -> Any:
         return run_stage(self.backend, name, payload, ledger=self.ledger).value

@@ -9,7 +9,7 @@ from pydantic import Field, model_validator
 from workbench.llm.stage_models import StageInput, StageOutput
 from workbench.memory.trajectory import MemoryEntry, Trajectory
 
-__all__ = ["RetrievalAnalysis", "FailureReflection", "RedundantSegment", "SuccessReflection", "Pattern", "PATTERNS", "SegmentEdit", "Refinement", "DirectEdit", "Workflow", "CheatsheetEntry", "MAX_CHEATSHEET", "Cheatsheet", "RetrievalAnalyzerInput", "ReflectorInput", "FailureRefinerInput", "SuccessRefinerInput", "DirectFailureEditInput", "DirectSuccessEditInput", "WorkflowInput", "CurateInput"]
+__all__ = ["FailurePattern", "PatternJudgement", "PatternJudgeInput", "RetrievalAnalysis", "FailureReflection", "RedundantSegment", "SuccessReflection", "Pattern", "PATTERNS", "SegmentEdit", "Refinement", "DirectEdit", "Workflow", "CheatsheetEntry", "MAX_CHEATSHEET", "Cheatsheet", "RetrievalAnalyzerInput", "ReflectorInput", "FailureRefinerInput", "SuccessRefinerInput", "DirectFailureEditInput", "DirectSuccessEditInput", "WorkflowInput", "CurateInput"]
 
 
 # -- AGMR ---------------------------------------------------------------------------------------------------
@@ -60,6 +60,37 @@ Pattern = Literal["attended_but_wrong", "missed_relevant", "distracted_by_irrele
 
 
 PATTERNS: tuple[str, ...] = Pattern.__args__  # type: ignore[attr-defined]
+
+
+FailurePattern = Literal["attended_but_wrong", "missed_relevant", "distracted_by_irrelevant"]
+
+
+class PatternJudgement(StageOutput):
+    """The failure-pattern judge's label (stage ``pattern_judge``), to set beside the rule's."""
+
+    pattern: FailurePattern
+    rationale: str = Field(default="", max_length=600)
+
+
+class PatternJudgeInput(StageInput):
+    """What the rule reads, for a model to judge: the memory, the critical step, the supporting segment and the
+    column ``C[:, j]`` with the entry's median peak (the rule's reference for "attended")."""
+
+    memory: MemoryEntry
+    step: int = Field(ge=0)
+    correct_action: str = ""
+    segment: int = Field(ge=0)
+    utilization: tuple[float, ...]
+    scale: float | None = None
+
+    @model_validator(mode="after")
+    def _shapes(self) -> PatternJudgeInput:
+        n = len(self.memory.segments)
+        if len(self.utilization) != n:
+            raise ValueError(f"utilization has {len(self.utilization)} scores but the memory has {n} segments")
+        if not 0 <= self.segment < max(n, 1):
+            raise ValueError(f"segment {self.segment} is not a segment index")
+        return self
 
 
 class SegmentEdit(StageOutput):

@@ -35,6 +35,8 @@ from workbench.methods.agmr.stage_types import (
     DirectSuccessEditInput,
     FailureRefinerInput,
     FailureReflection,
+    PatternJudgeInput,
+    PatternJudgement,
     Refinement,
     ReflectorInput,
     RetrievalAnalysis,
@@ -46,6 +48,15 @@ from workbench.methods.agmr.stage_types import (
 )
 
 __all__ = ["STAGE_NAMES"]
+
+
+def judge_by_rule(inp: PatternJudgeInput) -> PatternJudgement:
+    """The offline answer of ``pattern_judge``: the workbench's rule itself (:func:`workbench.attention.diagnose_column`),
+    so a model's labels are compared with exactly what the refinement recorded as ``rule_pattern``."""
+    from workbench.attention.diagnosis import diagnose_column
+
+    d = diagnose_column(list(inp.utilization), inp.segment, inp.scale, step=inp.step)
+    return PatternJudgement(pattern=d.pattern, rationale="the rule on C[:, j] (offline stand-in for a judge)")
 
 
 def _plan_section(plan: tuple[str, ...]) -> str:
@@ -90,6 +101,13 @@ _STAGES = (
                      "candidates": "\n".join(f"- {r.index}: {r.reason}" for r in p.reflection.redundant_segments)
                      or "(none)"},
           output_model=DirectEdit, max_tokens=768),
+    Stage("pattern_judge", "pattern_judge", PatternJudgeInput,
+          lambda p: {"goal": p.memory.goal, "memory": render_memory(p.memory), "step": str(p.step),
+                     "correct_action": p.correct_action, "segment": str(p.segment),
+                     "utilization": "\n".join(f"{k}: {v:.4f}" for k, v in enumerate(p.utilization))
+                     + (f"\n(reference: this memory's median peak score is {p.scale:.4f})" if p.scale is not None
+                        else "")},
+          output_model=PatternJudgement, max_tokens=256),
     Stage("awm_induce", "awm_induce", WorkflowInput,
           lambda p: {"task_type": p.task_type,
                      "examples": "\n\n".join(f"Run {n} (task: {e.goal})\n" + "\n".join(s.action for s in e.segments)
@@ -113,6 +131,7 @@ register_stages(_STAGES, offline={
     "refiner_success": refine_success,
     "reflector_edit_failure": direct_edit_failure,
     "reflector_edit_success": direct_edit_success,
+    "pattern_judge": judge_by_rule,
     "awm_induce": induce_workflow,
     "dc_curate": curate,
 })

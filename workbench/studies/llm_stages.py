@@ -1,0 +1,243 @@
+"""The methods' LLM stages on a real model: what became of each reply, and the failure-pattern judge against the rule.
+
+Three readers and two experiments, all over files the runs already wrote:
+
+- :func:`refinement_calls` / :func:`run_calls`: the stage ledger (:mod:`workbench.llm.ledger`) of an AGMR refinement
+  folder or of an episode run folder (the arbiter's and the proactive agent's per-step records).
+- :func:`reply_table`: per stage and reply shaping, the shares of replies valid as sent, valid after the one repair
+  retry, rejected (typed error, nothing applied) and failed (no answer), with the requests per call and the latency.
+- :func:`replay_payloads` + :func:`replay`: the same recorded stage inputs sent to a backend with and without schema
+  constraints (the comparison a run cannot make: a run plays one of them).
+- :func:`judge_payloads` + :func:`judge` + :func:`agreement`: the ``pattern_judge`` stage on every failure-branch
+  diagnosis of a refinement, against the rule's label recorded there (Cohen's kappa and the confusion matrix).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from workbench.eval.run_folder import read_episodes
+from workbench.llm.errors import LLMOutputError
+from workbench.llm.ledger import FATES, StageCall
+from workbench.llm.stages import run_stage
+from workbench.memory.trajectory import Trajectory
+from workbench.methods.agmr.refine_folder import load_executions, load_log
+from workbench.methods.agmr.stage_types import (
+    FailureRefinerInput,
+    FailureReflection,
+    PatternJudgeInput,
+    ReflectorInput,
+)
+
+__all__ = ["FAILURE_PATTERNS", "StagePayload", "refinement_calls", "run_calls", "reply_table", "replay_payloads",
+           "replay", "judge_payloads", "judge", "agreement", "cohen_kappa"]
+
+FAILURE_PATTERNS = ("attended_but_wrong", "missed_relevant", "distracted_by_irrelevant")
+
+
+def refinement_calls(folder: str | Path) -> list[dict]:
+    """Every stage call an AGMR refinement recorded (its task records' ``stage_calls``), each with its ``task_id``."""
+    return [{**c, "task_id": r.task_id} for r in load_log(folder) for c in r.stage_calls]
+
+
+def run_calls(folder: str | Path) -> list[dict]:
+    """Every stage call of an episode run (the arbiter's and the proactive agent's step records), with task and step."""
+    out = []
+    for t in read_episodes(folder):
+        for k, step in enumerate(t.meta.get("steps") or []):
+            for key in ("arbiter", "proactive"):
+                for c in (step.get(key) or {}).get("stage_calls") or ():
+                    out.append({**c, "task_id": t.task_id, "step": k})
+    return out
+
+
+def reply_table(calls: Iterable[dict], by: Sequence[str] = ("stage", "mode")) -> Any:
+    """Per stage (and reply shaping): calls, the shares of each fate, requests per call, latency (mean, median)."""
+    import pandas as pd
+
+    rows = list(calls)
+    if not rows:
+        return pd.DataFrame()
+    groups: dict[tuple, list[dict]] = {}
+    for c in rows:
+        groups.setdefault(tuple(c.get(k, "") for k in by), []).append(c)
+    out = []
+    for key, cs in sorted(groups.items()):
+        n, fates = len(cs), Counter(c["fate"] for c in cs)
+        ms = [float(c["ms"]) for c in cs if c["fate"] != "failed"]
+        row = dict(zip(by, key))
+        row["calls"] = n
+        for f, label in zip(FATES, ("valid as sent", "valid after repair", "rejected", "failed")):
+            row[label] = fates.get(f, 0) / n
+        row["requests/call"] = sum(c.get("requests", 1) for c in cs) / n
+        row["ms mean"] = statistics.fmean(ms) if ms else None
+        row["ms median"] = statistics.median(ms) if ms else None
+        out.append(row)
+    return pd.DataFrame(out).set_index(list(by))
+
+
+# -- replay: the same inputs, constrained and not --------------------------------------------------------------------
+@dataclass(frozen=True)
+class StagePayload:
+    """One recorded stage input: where it came from (``source``: task and step or attempt) and the payload."""
+
+    stage: str
+    source: str
+    payload: Any
+
+
+def _by_id(folder: str | Path) -> dict[str, Any]:
+    return {e.id: e for e in load_executions(folder)}
+
+
+def replay_payloads(refinement: str | Path | None = None, arbiter_run: str | Path | None = None,
+                    proactive_run: str | Path | None = None, per_stage: int = 10) -> list[StagePayload]:
+    """Recorded inputs of the stages, at most ``per_stage`` of each, in file order.
+
+    From an AGMR refinement: ``reflector_failure`` / ``reflector_success`` on each task's first execution (m* and
+    tau), ``refiner_failure`` and ``pattern_judge`` on each first failure attempt that got through the reflector
+    (its reflection, the rule's column and scale). From an arbiter run: ``arbiter_state_parser`` on the first steps of
+    each episode (goal, observation, history: exactly what the policy sent). From a proactive run: ``proactive_update``
+    and ``proactive_intervene`` at step 0 of each episode (goal, first observation, empty bank: exact; later steps'
+    banks are not recorded whole).
+    """
+    out: list[StagePayload] = []
+    if refinement is not None:
+        ex = _by_id(refinement)
+        for r in load_log(refinement):
+            first = ex.get(r.executions[0]) if r.executions else None
+            if first is None:
+                continue
+            stage = "reflector_failure" if r.branch == "failure" else "reflector_success"
+            out.append(StagePayload(stage, r.task_id, ReflectorInput(memory=first.memory, trajectory=first.trajectory)))
+            a = next((a for a in r.attempts if a.reflection and a.rule), None)
+            if r.branch == "failure" and a is not None:
+                diagnosed = ex.get(r.executions[0]) if a.n == 1 else None
+                if diagnosed is None:
+                    continue
+                refl = FailureReflection.model_validate(a.reflection)
+                col, scale = tuple(a.rule["column"]), a.rule.get("scale")
+                out.append(StagePayload("refiner_failure", f"{r.task_id} attempt {a.n}", FailureRefinerInput(
+                    memory=diagnosed.memory, reflection=refl, utilization=col, scale=scale)))
+                out.append(StagePayload("pattern_judge", f"{r.task_id} attempt {a.n}", PatternJudgeInput(
+                    memory=diagnosed.memory, step=refl.critical_step, correct_action=refl.correct_action,
+                    segment=refl.supporting_segment, utilization=col, scale=scale)))
+    if arbiter_run is not None:
+        from workbench.methods.arbiter.stage_types import StateParserInput
+
+        for t in read_episodes(arbiter_run):
+            for k in (0, min(3, t.n_steps - 1)):
+                obs = t.steps[k].observation if k else t.initial_observation
+                out.append(StagePayload("arbiter_state_parser", f"{t.task_id} step {k}", StateParserInput(
+                    goal=t.goal, observation=obs, history=tuple(t.steps[:k]))))
+    if proactive_run is not None:
+        from workbench.methods.proactive.stage_types import ProactiveInput
+
+        for t in read_episodes(proactive_run):
+            p = ProactiveInput(goal=t.goal, step=0, window=(), current_observation=t.initial_observation)
+            out.append(StagePayload("proactive_update", f"{t.task_id} step 0", p))
+            out.append(StagePayload("proactive_intervene", f"{t.task_id} step 0", p))
+    kept: Counter = Counter()
+    result = []
+    for p in out:
+        if kept[p.stage] < per_stage:
+            kept[p.stage] += 1
+            result.append(p)
+    return result
+
+
+def replay(backend: Any, payloads: Sequence[StagePayload], *, on_call: Any = None) -> list[dict]:
+    """Run each payload's stage on ``backend``; returns one ledger record per call (with ``source``). A reply that
+    never validates is counted, never raised; a transport failure (the server is gone) stops the replay."""
+    records = []
+    for p in payloads:
+        ledger: list[StageCall] = []
+        try:
+            run_stage(backend, p.stage, p.payload, ledger=ledger)
+        except LLMOutputError:
+            pass
+        rec = {**ledger[-1].record(), "source": p.source}
+        records.append(rec)
+        if on_call is not None:
+            on_call(rec)
+    return records
+
+
+# -- the failure-pattern judge against the rule ----------------------------------------------------------------------
+def judge_payloads(refinement: str | Path) -> list[tuple[str, str, PatternJudgeInput]]:
+    """``(source, rule pattern, judge input)`` for every failure-branch attempt of a refinement that got a rule label:
+    the memory it diagnosed (m* for attempt 1, the previous candidate after), the reflection's step and segment, the
+    column C[:, j] and the scale the rule read."""
+    ex = _by_id(refinement)
+    out = []
+    for r in load_log(refinement):
+        if r.branch != "failure":
+            continue
+        diagnosed = [ex.get(i) for i in r.executions]  # execution n-1 is what attempt n diagnosed
+        for a in r.attempts:
+            if not (a.rule and a.reflection) or a.n - 1 >= len(diagnosed) or diagnosed[a.n - 1] is None:
+                continue
+            refl = FailureReflection.model_validate(a.reflection)
+            run = diagnosed[a.n - 1]
+            out.append((f"{r.task_id} attempt {a.n}", a.rule["pattern"], PatternJudgeInput(
+                memory=run.memory, step=refl.critical_step, correct_action=refl.correct_action,
+                segment=refl.supporting_segment, utilization=tuple(a.rule["column"]), scale=a.rule.get("scale"))))
+    return out
+
+
+def judge(backend: Any, items: Sequence[tuple[str, str, PatternJudgeInput]], *, on_call: Any = None) -> list[dict]:
+    """The judge's label beside the rule's for each item (``judge`` None when its reply was rejected)."""
+    rows = []
+    for source, rule, payload in items:
+        ledger: list[StageCall] = []
+        try:
+            label = run_stage(backend, "pattern_judge", payload, ledger=ledger).value.pattern
+        except LLMOutputError:
+            label = None
+        row = {"source": source, "rule": rule, "judge": label, **{k: v for k, v in ledger[-1].record().items()
+                                                                   if k in ("fate", "ms", "mode", "model")}}
+        rows.append(row)
+        if on_call is not None:
+            on_call(row)
+    return rows
+
+
+def cohen_kappa(a: Sequence[str], b: Sequence[str], labels: Sequence[str] = FAILURE_PATTERNS) -> float | None:
+    """Cohen's kappa of two labelings of the same items; None when undefined (no items, or chance agreement 1)."""
+    n = len(a)
+    if n == 0 or n != len(b):
+        return None
+    po = sum(x == y for x, y in zip(a, b)) / n
+    ca, cb = Counter(a), Counter(b)
+    pe = sum(ca[k] * cb[k] for k in set(labels) | set(ca) | set(cb)) / (n * n)
+    return None if pe >= 1 else (po - pe) / (1 - pe)
+
+
+def agreement(rows: Sequence[dict]) -> dict:
+    """Agreement of the judge with the rule over the items the judge labelled: n, rejected, raw agreement, Cohen's
+    kappa, the confusion matrix (rule rows x judge columns) and each side's label counts."""
+    labelled = [r for r in rows if r.get("judge")]
+    rule, judged = [r["rule"] for r in labelled], [r["judge"] for r in labelled]
+    confusion = {p: {q: sum(1 for r in labelled if r["rule"] == p and r["judge"] == q) for q in FAILURE_PATTERNS}
+                 for p in FAILURE_PATTERNS}
+    return {"items": len(rows), "labelled": len(labelled), "rejected": len(rows) - len(labelled),
+            "agreement": (sum(x == y for x, y in zip(rule, judged)) / len(labelled)) if labelled else None,
+            "kappa": cohen_kappa(rule, judged), "confusion": confusion,
+            "rule_counts": dict(Counter(rule)), "judge_counts": dict(Counter(judged))}
+
+
+def outcomes_beside(served: Sequence[Trajectory], offline: Sequence[Trajectory]) -> Any:
+    """Per task of the served run: success and steps with the served stages and with the offline stand-in."""
+    import pandas as pd
+
+    off = {t.task_id: t for t in offline}
+    rows = [{"task": t.task_id.split("/")[1] if "/" in t.task_id else t.task_id, "type": t.task_type,
+             "served success": t.success, "served steps": t.n_steps,
+             "offline success": off[t.task_id].success if t.task_id in off else None,
+             "offline steps": off[t.task_id].n_steps if t.task_id in off else None} for t in served]
+    return pd.DataFrame(rows)
