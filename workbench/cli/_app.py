@@ -15,6 +15,7 @@ from workbench.cli import (
     experts,
     heads,
     listing,
+    llm_stages,
     memory,
     merge_runs,
     proactive_sft,
@@ -27,6 +28,7 @@ from workbench.cli import (
 from workbench.eval.executor import JobError
 from workbench.eval.sweep_status import ConcurrentSweepError
 from workbench.files import FormatError
+from workbench.llm.errors import LLMError
 from workbench.locks import FolderBusyError
 
 __all__ = ["build_parser", "main", "COMMANDS"]
@@ -37,11 +39,12 @@ dagger, proactive-sft), merge runs and render the reports (merge-runs, reproduce
 (list). Every --out is a folder; `workbench COMMAND --help` for each one's options."""
 
 # the order `workbench --help` lists them in
-COMMANDS = (run, sweep, refine, memory, proactive_sft, dagger, merge_runs, experts, reproduce, heads, utilization,
-            listing)
+COMMANDS = (run, sweep, refine, memory, llm_stages, proactive_sft, dagger, merge_runs, experts, reproduce, heads,
+            utilization, listing)
 # errors a user can fix from the message alone: one line on stderr and exit status 2, no traceback
 USER_ERRORS = (ValueError, FileNotFoundError, FileExistsError, JobError, ConcurrentSweepError, FormatError,
-               FolderBusyError, OSError)  # OSError: a full disk, a permission, a path that is a file: not bugs
+               FolderBusyError, OSError,  # OSError: a full disk, a permission, a path that is a file: not bugs
+               LLMError)  # an endpoint that is down or misconfigured: the message names it (and --resume continues)
 
 
 def build_parser() -> argparse.ArgumentParser:

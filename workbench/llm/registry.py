@@ -60,6 +60,10 @@ def _local(lm: Any = None, model: str | None = None, **kwargs: Any) -> Backend:
     # lazy: a backend's client (HTTP, an in-process model) loads only when that backend is asked for
     from workbench.llm.local import LocalBackend
 
+    if isinstance(kwargs.get("constrain"), str):  # from a KEY=VALUE backend argument
+        from workbench.llm.server import _flag
+
+        kwargs["constrain"] = _flag(kwargs["constrain"])
     if lm is not None or "hf_model" in kwargs:
         return LocalBackend(lm, model_name=model, **kwargs)
     if model is None:

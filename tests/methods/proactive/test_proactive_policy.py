@@ -178,3 +178,19 @@ def test_fuzzed_replies_never_crash_and_never_half_edit_the_bank(episode):
     print(f"proactive fuzz: {cases} memory-agent replies, {errors} typed errors logged, 0 crashes, "
           "the bank never half-edited")
     assert cases > 500 and errors > 100  # many replies, many of them bad, zero crashes
+
+
+def test_a_model_backed_memory_agent_records_each_replys_fate(episode):
+    """With a model (here scripted) each step's record keeps its stage calls: a bank reply whose every call is refused
+    counts as rejected (nothing applied), a prose reply that repairs to valid JSON as repaired."""
+    from workbench.llm import ScriptedBackend
+
+    traj, task = episode
+    bad_call = format_text_tool_call("memory_delete", {"id": "loc:nothing_there"})
+    pol = ProactivePolicy(backend=ScriptedBackend([bad_call, "hmm", '{"reminder": null}']))
+    pol.begin(task, traj.goal, traj.initial_observation)
+    rec = pol.memory(0, []).record["proactive"]
+    assert [(c["stage"], c["fate"], c["requests"]) for c in rec["stage_calls"]] == [
+        ("proactive_update", "rejected", 1), ("proactive_intervene", "repaired", 2)]
+    assert rec["stage_calls"][0]["reason"].startswith("all 1 tool call(s) refused") and len(pol.bank) == 0
+    assert rec["silent"] is True
