@@ -13,6 +13,13 @@ __all__ = ["FailurePattern", "PatternJudgement", "PatternJudgeInput", "Retrieval
 
 
 # -- AGMR ---------------------------------------------------------------------------------------------------
+# Bounds of the free-text and list fields (ours): a reply past them is refused, and a schema-constrained decoder
+# cannot ramble into max_tokens. Set well above what the offline algorithms write on all 140 valid_seen tasks of
+# both committed refinements (reason 245 characters, actions 36, a segment's text 494, 3 edits).
+MAX_REASON_CHARS = 400
+MAX_ACTION_CHARS = 200
+MAX_SEGMENT_CHARS = 1000
+MAX_EDITS = 8
 class RetrievalAnalysis(StageOutput):
     """Retrieval analyzer (AGMR appendix C.1): why memory turned a failure into a success.
 
@@ -31,22 +38,22 @@ class FailureReflection(StageOutput):
     """Semantic reflector, failure branch: the earliest critical error and the memory that should fix it."""
 
     critical_step: int = Field(ge=0)
-    wrong_action: str
-    correct_action: str = Field(min_length=1)
+    wrong_action: str = Field(max_length=MAX_ACTION_CHARS)
+    correct_action: str = Field(min_length=1, max_length=MAX_ACTION_CHARS)
     supporting_segment: int = Field(ge=0)
-    reason: str = ""
+    reason: str = Field("", max_length=MAX_REASON_CHARS)
 
 
 class RedundantSegment(StageOutput):
     index: int = Field(ge=0)
-    reason: str = ""
+    reason: str = Field("", max_length=MAX_REASON_CHARS)
 
 
 class SuccessReflection(StageOutput):
     """Semantic reflector, success branch: memory segments the successful run did not need."""
 
     # Required, not defaulted: a bare ``{}`` from a confused model must not read as "nothing redundant".
-    redundant_segments: tuple[RedundantSegment, ...]
+    redundant_segments: tuple[RedundantSegment, ...] = Field(max_length=MAX_EDITS)
 
     @model_validator(mode="after")
     def _unique(self) -> SuccessReflection:
@@ -103,7 +110,7 @@ class SegmentEdit(StageOutput):
 
     index: int = Field(ge=0)
     op: Literal["replace", "insert", "delete"]
-    text: str | None = None
+    text: str | None = Field(None, max_length=MAX_SEGMENT_CHARS)
 
     @model_validator(mode="after")
     def _text_matches_op(self) -> SegmentEdit:
@@ -119,16 +126,16 @@ class Refinement(StageOutput):
 
     pattern: Pattern
     target_segment: int | None = Field(default=None, ge=0)
-    distractor_segments: tuple[int, ...] = ()
-    edits: tuple[SegmentEdit, ...] = ()
-    rationale: str = ""
+    distractor_segments: tuple[int, ...] = Field((), max_length=MAX_EDITS)
+    edits: tuple[SegmentEdit, ...] = Field((), max_length=MAX_EDITS)
+    rationale: str = Field("", max_length=MAX_REASON_CHARS)
 
 
 class DirectEdit(StageOutput):
     """The reflector's own edits, without utilization (AGMR Table 2's "w/o AGR")."""
 
-    edits: tuple[SegmentEdit, ...]  # required: a bare {} must not read as "no edit needed"
-    rationale: str = ""
+    edits: tuple[SegmentEdit, ...] = Field(max_length=MAX_EDITS)  # required: a bare {} must not read as "no edit"
+    rationale: str = Field("", max_length=MAX_REASON_CHARS)
 
 
 class Workflow(StageOutput):
