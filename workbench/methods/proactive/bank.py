@@ -21,12 +21,10 @@ from dataclasses import dataclass, field, replace
 
 from workbench.llm.protocol import ToolCall
 from workbench.memory.retrieval import bm25_tokens
-from workbench.methods.proactive.stage_types import BankEntry, BankView
+from workbench.methods.proactive.stage_types import MAX_CONTENT_CHARS, MAX_STATUS_CHARS, BankEntry, BankView
 
 __all__ = ["Entry", "Bank", "BankCallError", "MAX_STATUS_CHARS", "MAX_CONTENT_CHARS", "PREFILTER_AT", "tags_of"]
 
-MAX_STATUS_CHARS = 600
-MAX_CONTENT_CHARS = 400
 PREFILTER_AT = 50  # above this many entries the memory agent sees the BM25 top 50
 _TAG = re.compile(r"^\s*\[([A-Za-z0-9_-]+)\]")
 

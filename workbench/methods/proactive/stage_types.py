@@ -12,10 +12,18 @@ __all__ = ["Intervention", "BankEntry", "BankView", "ProactiveInput", "UpdateSta
 
 
 # -- Proactive memory agent ---------------------------------------------------------------------------------
+#: Longest status note and entry a tool call may store, and the longest reminder (ours: the offline algorithm's longest
+#: entry is ~100 characters). The bank refuses longer ones; in the tools' schemas they make a longer reply invalid (the
+#: repair turn, then a rejected reply) and stop a schema-constrained decoder from rambling into max_tokens.
+MAX_STATUS_CHARS = 600
+MAX_CONTENT_CHARS = 400
+MAX_REMINDER_CHARS = 400
+
+
 class Intervention(StageOutput):
     """Phase 2: a reminder for the next action-agent call, or an explicit ``null`` to stay silent."""
 
-    reminder: str | None = Field(max_length=400)
+    reminder: str | None = Field(max_length=MAX_REMINDER_CHARS)
 
     @model_validator(mode="after")
     def _no_blank_reminder(self) -> Intervention:
@@ -51,11 +59,6 @@ class ProactiveInput(StageInput):
 
 
 _ENTRY_ID = r"^[A-Za-z0-9_.:\-]{1,64}$"  # short identifiers the agent can later delete by
-#: Longest text a tool call may store (ours: the offline algorithm's longest is ~100 characters; a reply that rambles
-#: past this is refused as one bad call rather than filling the bank and the prompt)
-MAX_ENTRY_CHARS = 300
-#: Longest reminder (ours, for the same reason)
-MAX_REMINDER_CHARS = 400
 
 
 class _Args(BaseModel):
@@ -63,19 +66,19 @@ class _Args(BaseModel):
 
 
 class UpdateStatusArgs(_Args):
-    status: str = Field(min_length=1, max_length=MAX_ENTRY_CHARS,
+    status: str = Field(min_length=1, max_length=MAX_STATUS_CHARS,
                         description="private progress note: done, open issues, risks")
 
 
 class SaveKnowledgeArgs(_Args):
     id: str = Field(pattern=_ENTRY_ID, description="short identifier, e.g. 'loc:apple_1'")
-    content: str = Field(min_length=1, max_length=MAX_ENTRY_CHARS,
+    content: str = Field(min_length=1, max_length=MAX_CONTENT_CHARS,
                          description="a stable fact about the task or environment")
 
 
 class SaveProceduralArgs(_Args):
     id: str = Field(pattern=_ENTRY_ID, description="short identifier, e.g. 'fail:open_fridge_1'")
-    content: str = Field(min_length=1, max_length=MAX_ENTRY_CHARS, description="an attempt and its outcome")
+    content: str = Field(min_length=1, max_length=MAX_CONTENT_CHARS, description="an attempt and its outcome")
 
 
 class DeleteArgs(_Args):
