@@ -65,7 +65,7 @@ def cmd_judge(a: argparse.Namespace) -> int:
     """Label every failure-branch diagnosis of a refinement with the pattern judge; print its agreement with the rule."""
     from workbench.studies.llm_stages import agreement, judge, judge_payloads
 
-    items = judge_payloads(a.refinement)
+    items = judge_payloads(a.refinement, first_only=a.first_only)
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     done = _done(out, ("source",))
@@ -120,6 +120,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     r.set_defaults(fn=cmd_replay)
     j = s.add_parser("judge", help="the pattern_judge stage on every failure diagnosis of a refinement, vs the rule")
     j.add_argument("--refinement", required=True, metavar="DIR")
+    j.add_argument("--first-only", action="store_true", help="each failure task's first diagnosis only (m*'s run)")
     j.add_argument("--out", required=True, metavar="FILE.jsonl", help="the labels (appended; resumes)")
     add_backend(j, default="llama-server", help="the judge's backend (default llama-server)")
     j.set_defaults(fn=cmd_judge)

@@ -169,10 +169,11 @@ def replay(backend: Any, payloads: Sequence[StagePayload], *, on_call: Any = Non
 
 
 # -- the failure-pattern judge against the rule ----------------------------------------------------------------------
-def judge_payloads(refinement: str | Path) -> list[tuple[str, str, PatternJudgeInput]]:
-    """``(source, rule pattern, judge input)`` for every failure-branch attempt of a refinement that got a rule label:
-    the memory it diagnosed (m* for attempt 1, the previous candidate after), the reflection's step and segment, the
-    column C[:, j] and the scale the rule read."""
+def judge_payloads(refinement: str | Path, first_only: bool = False) -> list[tuple[str, str, PatternJudgeInput]]:
+    """``(source, rule pattern, judge input)`` for every failure-branch attempt of a refinement that got a rule label
+    (``first_only``: each task's first such attempt, the diagnosis of m*'s own run): the memory it diagnosed (m* for
+    attempt 1, the previous candidate after), the reflection's step and segment, the column C[:, j] and the scale the
+    rule read."""
     ex = _by_id(refinement)
     out = []
     for r in load_log(refinement):
@@ -187,6 +188,8 @@ def judge_payloads(refinement: str | Path) -> list[tuple[str, str, PatternJudgeI
             out.append((f"{r.task_id} attempt {a.n}", a.rule["pattern"], PatternJudgeInput(
                 memory=run.memory, step=refl.critical_step, correct_action=refl.correct_action,
                 segment=refl.supporting_segment, utilization=tuple(a.rule["column"]), scale=a.rule.get("scale"))))
+            if first_only:
+                break
     return out
 
 

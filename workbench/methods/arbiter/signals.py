@@ -48,10 +48,40 @@ from workbench.memory.retrieval import bm25_tokens
 from workbench.methods.arbiter.items import TASK_SCOPE, Item
 from workbench.methods.arbiter.stage_types import ParsedState
 
-__all__ = ["Context", "Signals", "DynamicSignals", "FixedSignals", "PoolSignals", "item_keys", "goal_keys", "sim",
-           "FIXED_DEMAND", "TAU"]
+__all__ = ["Context", "Signals", "SignalConfig", "SIGNALS", "DynamicSignals", "FixedSignals", "PoolSignals", "item_keys",
+           "goal_keys", "sim", "FIXED_DEMAND", "TAU"]
 
 TAU = {"task_state": 2.0, "episodic": 6.0, "default": 6.0}
+
+
+@dataclass(frozen=True)
+class SignalConfig:
+    """The constants of d_b,t and eta_i,t (module docstring). All ours: the paper describes the signals qualitatively
+    (section 3.3); where each value comes from is in :data:`workbench.methods.arbiter.constants.CONSTANTS`."""
+
+    goal_demand_new: float = 1.0  # d_goal at t = 0 or right after a subgoal changed
+    goal_demand_steady: float = 0.7  # d_goal otherwise
+    constraint_demand_floor: float = 0.3  # d_constraint while any constraint is active
+    constraint_applicable: float = 0.5  # a constraint counts as applicable above this eta (and its floor in d)
+    task_constraint_floor: float = 0.5  # eta of a task-scope constraint: at least this
+    situational_here: float = 1.0  # eta of a situational constraint where it was learnt
+    situational_elsewhere: float = 0.05  # ... and anywhere else
+    episodic_abnormal: float = 0.5  # d_episodic: weight of an abnormal outcome
+    episodic_relevance: float = 0.5  # d_episodic: weight of the best event's similarity
+    reference_needs: float = 0.5  # d_reference while information needs are open
+    goal_item_floor: float = 0.5  # eta of a goal item other than the task goal: at least this
+    episodic_sim: float = 0.4  # eta_episodic = episodic_sim sim + episodic_rec rec + episodic_recovery abnormal u
+    episodic_rec: float = 0.3
+    episodic_recovery: float = 0.3
+    inventory_needed: float = 0.8  # eta of the room inventory while needs are open or the subgoal names a receptacle
+    inventory_idle: float = 0.3  # ... otherwise
+    reference_sim: float = 0.6  # eta_reference = reference_sim sim + reference_here [about the current location]
+    reference_here: float = 0.4
+    pool_sim: float = 0.5  # the no-banks pool: eta = pool_sim sim + pool_rec rec
+    pool_rec: float = 0.5
+
+
+SIGNALS = SignalConfig()
 FIXED_DEMAND = {"goal": 1.0, "task_state": 0.9, "constraint": 0.8, "episodic": 0.6, "reference": 0.6, "pool": 1.0}
 _NEED_STOP = frozenset({"where", "is", "what", "which"})
 
@@ -121,59 +151,65 @@ def _recovery_utility(item: Item, ctx: Context) -> bool:
 
 
 class DynamicSignals:
-    """d_b,t and eta_i,t of the module docstring."""
+    """d_b,t and eta_i,t of the module docstring (constants: ``cfg``, :class:`SignalConfig`)."""
 
     name = "dynamic"
 
+    def __init__(self, cfg: SignalConfig = SIGNALS) -> None:
+        self.cfg = cfg
+
     def demand(self, groups: dict[str, list[Item]], ctx: Context) -> dict[str, float]:
-        s, t = ctx.state, ctx.step
+        c, s, t = self.cfg, ctx.state, ctx.step
         g = goal_keys(s)
         out: dict[str, float] = {}
         for bank, items in groups.items():
             if bank == "goal":
-                out[bank] = 1.0 if t == 0 or (ctx.previous_subgoal is not None and ctx.previous_subgoal != s.subgoal) else 0.7
+                new = t == 0 or (ctx.previous_subgoal is not None and ctx.previous_subgoal != s.subgoal)
+                out[bank] = c.goal_demand_new if new else c.goal_demand_steady
             elif bank == "task_state":
                 out[bank] = max((rec(i, t, TAU["task_state"]) for i in items), default=0.0)
             elif bank == "constraint":
-                applicable = [i for i in items if self._constraint(i, ctx) > 0.5]
-                out[bank] = max(0.3 if items else 0.0, float(ctx.abnormal),
-                                max((max(sim(i, g), 0.5) for i in applicable), default=0.0))
+                applicable = [i for i in items if self._constraint(i, ctx) > c.constraint_applicable]
+                out[bank] = max(c.constraint_demand_floor if items else 0.0, float(ctx.abnormal),
+                                max((max(sim(i, g), c.constraint_applicable) for i in applicable), default=0.0))
             elif bank == "episodic":
-                out[bank] = 0.5 * ctx.abnormal + 0.5 * max((sim(i, g) for i in items), default=0.0)
+                out[bank] = c.episodic_abnormal * ctx.abnormal + c.episodic_relevance * max(
+                    (sim(i, g) for i in items), default=0.0)
             elif bank == "reference":
-                out[bank] = max(0.5 * bool(s.information_needs), max((sim(i, g) for i in items), default=0.0))
+                out[bank] = max(c.reference_needs * bool(s.information_needs),
+                                max((sim(i, g) for i in items), default=0.0))
             else:
                 out[bank] = 1.0
         return out
 
-    @staticmethod
-    def _constraint(item: Item, ctx: Context) -> float:
+    def _constraint(self, item: Item, ctx: Context) -> float:
+        c = self.cfg
         if item.scope == TASK_SCOPE:
-            return max(0.5, sim(item, goal_keys(ctx.state)))
+            return max(c.task_constraint_floor, sim(item, goal_keys(ctx.state)))
         here = f"at={ctx.state.location or 'start'}|holding={ctx.state.holding or 'nothing'}"
-        return 1.0 if item.scope == here else 0.05
+        return c.situational_here if item.scope == here else c.situational_elsewhere
 
     def relevance(self, item: Item, ctx: Context, role: str) -> float:
-        s, t = ctx.state, ctx.step
+        c, s, t = self.cfg, ctx.state, ctx.step
         if item.bank == "goal":
-            return 1.0 if item.source == "task" else max(0.5, sim(item, goal_keys(s)))
+            return 1.0 if item.source == "task" else max(c.goal_item_floor, sim(item, goal_keys(s)))
         if item.bank == "constraint":
             return self._constraint(item, ctx)
         if item.bank == "task_state":
             return rec(item, t, TAU["task_state"])
         if item.bank == "episodic":
-            return (0.4 * sim(item, goal_keys(s)) + 0.3 * rec(item, t, TAU["episodic"])
-                    + 0.3 * (ctx.abnormal and _recovery_utility(item, ctx)))
+            return (c.episodic_sim * sim(item, goal_keys(s)) + c.episodic_rec * rec(item, t, TAU["episodic"])
+                    + c.episodic_recovery * (ctx.abnormal and _recovery_utility(item, ctx)))
         if item.bank == "reference":
             if item_keys(item) & need_keys(s):
                 return 1.0
             if len(item.entities) > 2:  # the room inventory: where to look, or where the subgoal's receptacle is
                 names_target = bool(item_keys(item) & frozenset(bm25_tokens(s.subgoal)))
-                return 0.8 if s.information_needs or names_target else 0.3
+                return c.inventory_needed if s.information_needs or names_target else c.inventory_idle
             here = normalize(s.location or "")
             about_here = bool(here) and any(normalize(e) == here for e in item.entities)
-            return 0.6 * sim(item, goal_keys(s)) + 0.4 * about_here
-        return 0.5 * sim(item, goal_keys(s)) + 0.5 * rec(item, t, TAU["default"])
+            return c.reference_sim * sim(item, goal_keys(s)) + c.reference_here * about_here
+        return c.pool_sim * sim(item, goal_keys(s)) + c.pool_rec * rec(item, t, TAU["default"])
 
 
 class FixedSignals(DynamicSignals):
@@ -196,4 +232,5 @@ class PoolSignals:
         return {bank: 1.0 for bank in groups}
 
     def relevance(self, item: Item, ctx: Context, role: str) -> float:
-        return 0.5 * sim(item, goal_keys(ctx.state)) + 0.5 * rec(item, ctx.step, TAU["default"])
+        c = SIGNALS
+        return c.pool_sim * sim(item, goal_keys(ctx.state)) + c.pool_rec * rec(item, ctx.step, TAU["default"])
