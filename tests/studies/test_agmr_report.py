@@ -9,7 +9,7 @@ from study_builders import outcomes, run
 
 from workbench.studies import agmr_report as ag
 
-SETTING = ag.AgmrSetting("valid_seen", "all", "valid_unseen", "all", 50, "full", "offline-alfworld")
+SETTING = ag.AgmrSetting("valid_seen", "all", "valid_unseen", "all", 50, "full", "offline-alfworld", True)
 
 
 def stats(commits: dict) -> dict:
@@ -20,9 +20,12 @@ def stats(commits: dict) -> dict:
 
 def test_refinement_tables():
     s = {"agmr": stats({"failure/missed_relevant": 2, "failure/attended_but_wrong": 1}),
-         "agmr-no-agr": stats({"failure/edit": 3})}
+         "agmr-no-agr": {**stats({"failure/edit": 3}), "config": {"reflector_sees_plan": False}}}
     table = ag.refinement_table(s, "offline-alfworld")
-    assert list(table.columns) == ["backend", *ag.REFINEMENT_KEYS] and list(table.index) == ["agmr", "agmr-no-agr"]
+    assert list(table.columns) == ["backend", "reflector", *ag.REFINEMENT_KEYS]
+    assert list(table.index) == ["agmr", "agmr-no-agr"]
+    # a base without the parameter predates it: its reflector read the plan
+    assert list(table["reflector"]) == ["sees the expert plan (oracle)", "m*, tau only (paper)"]
     commits = ag.commits_by_pattern(s)
     assert commits.loc["failure/edit", "agmr"] == 0 and commits.loc["failure/missed_relevant", "agmr"] == 2
     assert set(ag.refinement_metrics(s)["refinement"]["agmr"]) == {*ag.REFINEMENT_KEYS, "outcomes",
@@ -62,6 +65,9 @@ def test_table_pages_note_every_adoption_and_say_when_agmr_is_traj():
     assert "The refiner leaves the success rate unchanged here." in table2.caption
     online = ag.AgmrSetting("valid_seen", "0:2", "valid_unseen", "0:2", 5, "default", "openai")
     assert "deterministic" not in ag.table_pages(evaluation(), online, ["none", "traj"])[0].notes
+    assert "sees m* and tau only, as in the paper" in ag.table_pages(evaluation(), online, ["none", "traj"])[0].notes
+    paper = ag.AgmrSetting("valid_seen", "0:2", "valid_unseen", "0:2", 5, "default", "offline-alfworld")
+    assert "the memory's own actions as its reference" in ag.table_pages(evaluation(), paper, ["none"])[0].notes
 
 
 def test_scenario_captions():

@@ -81,7 +81,10 @@ PROFILES: dict[str, dict[str, dict]] = {
         "03_utilization": {"compare": [UNTRAINED], "supervision_tasks": "all", "supervision_episode_tasks": "all",
                            "max_pairs": None, "tf_tasks": "all", "episode_tasks": "0:134:4", "max_steps": 50,
                            "n_examples": 6},
-        "04_agmr": {"refine_tasks": "all", "eval_tasks": "all", "max_steps": 50, "workers": 2, "n_cases": 2},
+        # the committed paper-scale bases were refined with the reflector shown each task's expert plan (the oracle);
+        # the section on the served model reads the measurement under runs/full-bfloat16 (llm-stages/*.sh)
+        "04_agmr": {"refine_tasks": "all", "eval_tasks": "all", "max_steps": 50, "workers": 2, "n_cases": 2,
+                    "reflector_sees_plan": True, "llm_stages_model": "smollm2-135m-instruct"},
         # Table 5 (a) in the paper's setting (actions written and executed as written) on every 7th task
         # (grids/arbiter_verbatim_valid_unseen.yaml); MemArbiter and Flat Retrieval at the budgets that cut their
         # blocks (150, 250) on every 4th task (grids/arbiter_valid_unseen.yaml).

@@ -45,10 +45,26 @@ class AgmrSetting:
     max_steps: int
     profile: str
     backend: str
+    reflector_sees_plan: bool = False
 
     @property
     def command(self) -> str:
         return f"make reproduce (notebook 04, profile {self.profile}; LLM stages: {self.backend})"
+
+    @property
+    def reflector(self) -> str:
+        """Which reflector made the bases, as the tables say it."""
+        return REFLECTORS[self.reflector_sees_plan]
+
+
+#: The reflector that made a base, as tables name it (by ``RefineConfig.reflector_sees_plan``).
+REFLECTORS = {False: "m*, tau only (paper)", True: "sees the expert plan (oracle)"}
+
+
+def runs_root(runs_dir: str | Path, reflector_sees_plan: bool) -> Path:
+    """Notebook 04's runs folder: ``04_agmr`` for bases whose reflector saw the expert plan (every base refined before
+    the option existed), ``04_agmr-plan-free`` for the paper's reflector, so the two never share a base or a run."""
+    return Path(runs_dir) / ("04_agmr" if reflector_sees_plan else "04_agmr-plan-free")
 
 
 def refined_bases(root: str | Path, model: str, variants: Sequence[str]) -> dict[str, str]:
@@ -57,12 +73,15 @@ def refined_bases(root: str | Path, model: str, variants: Sequence[str]) -> dict
 
 
 def refinement_table(stats: Mapping[str, dict], backend: str):
-    """One row per refined base: the backend, then :data:`REFINEMENT_KEYS`."""
+    """One row per refined base: the backend, the reflector (whether it saw the expert plan), then
+    :data:`REFINEMENT_KEYS`."""
     import pandas as pd
 
     table = pd.DataFrame.from_dict({k: {key: s[key] for key in REFINEMENT_KEYS} for k, s in stats.items()},
                                    orient="index")
     table.insert(0, "backend", backend)
+    table.insert(1, "reflector", [REFLECTORS[bool((s.get("config") or {}).get("reflector_sees_plan", True))]
+                                  for s in stats.values()])
     return table
 
 
@@ -87,8 +106,13 @@ def table1_pairs(conds: Sequence[str]) -> list[tuple[str, str]]:
 
 def _notes(runs: Mapping[str, tuple], setting: AgmrSetting) -> str:
     """How the refined bases were made and which episodes were read or adopted (one sentence per record)."""
-    offline = (" (the deterministic offline algorithm, which reads each refinement task's expert plan)"
-               if setting.backend == "offline-alfworld" else "")
+    if setting.reflector_sees_plan:
+        offline = (" (the deterministic offline algorithm, which reads each refinement task's expert plan)"
+                   if setting.backend == "offline-alfworld" else " (its reflector shown each task's expert plan)")
+    else:
+        offline = (" (the deterministic offline algorithms; the reflector sees m* and tau only, as in the paper, "
+                   "and takes the memory's own actions as its reference)" if setting.backend == "offline-alfworld"
+                   else " (the reflector sees m* and tau only, as in the paper)")
     return (f"Refined on {setting.refine_split} {setting.refine_tasks} with the LLM stages on `{setting.backend}`"
             + offline + f"; episodes limited to {setting.max_steps} steps."
             + "".join(f" `{name}`: {a['episodes']} episodes "

@@ -34,8 +34,9 @@ from workbench.methods.agmr.stage_types import (
     ReflectorInput,
 )
 
-__all__ = ["FAILURE_PATTERNS", "StagePayload", "refinement_calls", "run_calls", "reply_table", "replay_payloads",
-           "replay", "judge_payloads", "judge", "agreement", "cohen_kappa"]
+__all__ = ["FAILURE_PATTERNS", "StagePayload", "StageRuns", "refinement_calls", "run_calls", "reply_table",
+           "replay_payloads", "replay", "judge_payloads", "judge", "agreement", "cohen_kappa", "served_calls",
+           "outcomes_table", "outcomes_beside", "judge_tables", "reflector_table", "stage_runs", "stage_pages"]
 
 FAILURE_PATTERNS = ("attended_but_wrong", "missed_relevant", "distracted_by_irrelevant")
 
@@ -244,3 +245,177 @@ def outcomes_beside(served: Sequence[Trajectory], offline: Sequence[Trajectory])
              "offline success": off[t.task_id].success if t.task_id in off else None,
              "offline steps": off[t.task_id].n_steps if t.task_id in off else None} for t in served]
     return pd.DataFrame(rows)
+
+
+# -- the report: what notebook 04's section renders ------------------------------------------------------------------
+@dataclass(frozen=True)
+class StageRuns:
+    """Where one measurement of the stages on a served model lies (any of them may be missing).
+
+    Attributes:
+        model: the served model's name, as the tables say it.
+        refinement / refinement_offline: AGMR refined on the same valid_seen slice with the served model and offline.
+        replay, judge: the ``workbench llm-stages replay`` / ``judge`` records.
+        runs: method -> (served run folder, the offline run of the same parameters on a superset of its tasks).
+        oracle / plan_free: the refinements of the same base with the reflector shown the expert plan and without.
+    """
+
+    model: str
+    refinement: str | None = None
+    refinement_offline: str | None = None
+    replay: str | None = None
+    judge: str | None = None
+    runs: tuple[tuple[str, str, str], ...] = ()
+    oracle: str | None = None
+    plan_free: str | None = None
+
+
+def _present(path: str | None) -> bool:
+    return bool(path) and Path(path).exists()
+
+
+def served_calls(s: StageRuns) -> list[dict]:
+    """Every stage call the served runs recorded, with the method."""
+    rows = [{**c, "method": "agmr"} for c in refinement_calls(s.refinement)] if _present(s.refinement) else []
+    for method, served, _ in s.runs:
+        if _present(served):
+            rows += [{**c, "method": method} for c in run_calls(served)]
+    return rows
+
+
+def outcomes_table(s: StageRuns) -> Any:
+    """Per method: tasks, successes (episodes) or outcomes (refinement), served beside offline on the same tasks."""
+    import pandas as pd
+
+    rows = []
+    for method, served, offline in s.runs:
+        if not (_present(served) and _present(offline)):
+            continue
+        got = read_episodes(served)
+        ref = {t.task_id: t for t in read_episodes(offline)}
+        both = [t for t in got if t.task_id in ref]
+        if not both:
+            continue
+        rows.append({"method": method, "tasks": len(both), "served: successes": sum(t.success for t in both),
+                     "offline: successes": sum(ref[t.task_id].success for t in both),
+                     "served: steps": sum(t.n_steps for t in both),
+                     "offline: steps": sum(ref[t.task_id].n_steps for t in both)})
+    if _present(s.refinement) and _present(s.refinement_offline):
+        got = {r.task_id: r for r in load_log(s.refinement)}
+        ref = {r.task_id: r for r in load_log(s.refinement_offline)}
+        both = [k for k in got if k in ref]
+        count = lambda log, what: sum(log[k].outcome == what for k in both)  # noqa: E731
+        rows.append({"method": "agmr (refinement)", "tasks": len(both),
+                     "served: committed": count(got, "committed"), "offline: committed": count(ref, "committed"),
+                     "served: error": count(got, "error"), "offline: error": count(ref, "error"),
+                     "served: discarded": count(got, "discarded"), "offline: discarded": count(ref, "discarded")})
+    return pd.DataFrame(rows).set_index("method") if rows else pd.DataFrame()
+
+
+def judge_tables(rows: Sequence[dict]) -> tuple[Any, Any]:
+    """The judge's agreement with the rule (one row) and the confusion matrix (rule rows, judge columns)."""
+    import pandas as pd
+
+    ag = agreement(rows)
+    summary = pd.DataFrame([{"diagnoses": ag["items"], "labelled": ag["labelled"], "rejected": ag["rejected"],
+                             "agreement": ag["agreement"], "Cohen's kappa": ag["kappa"],
+                             "judge labels": ", ".join(f"{k} {v}" for k, v in sorted(ag["judge_counts"].items()))}])
+    confusion = pd.DataFrame(ag["confusion"]).T
+    confusion.index.name, confusion.columns.name = "rule", "judge"
+    return summary, confusion
+
+
+def reflector_table(oracle: str | Path, plan_free: str | Path) -> Any:
+    """The oracle (plan-seen) and the paper's (plan-free) reflector on the tasks both refinements have done: outcomes,
+    commits and the entries committed, and how many of the oracle's commits the plan-free reflector also made (the
+    same task committing an edit of the same entry)."""
+    import pandas as pd
+
+    a = {r.task_id: r for r in load_log(oracle)}
+    b = {r.task_id: r for r in load_log(plan_free)}
+    both = [k for k in a if k in b]
+    rows = {}
+    for name, log in (("sees the expert plan (oracle)", a), ("m*, tau only (paper)", b)):
+        rs = [log[k] for k in both]
+        row = {"tasks": len(rs), "failures": sum(r.branch == "failure" for r in rs)}
+        for what in ("committed", "discarded", "no_edit", "rolled_back", "error"):
+            row[what] = sum(r.outcome == what for r in rs)
+        row["failure commits"] = sum(r.outcome == "committed" and r.branch == "failure" for r in rs)
+        row["attempt errors"] = sum(1 for r in rs for x in r.attempts if x.error)
+        rows[name] = row
+    shared = sum(1 for k in both if a[k].outcome == b[k].outcome == "committed" and a[k].entry_id == b[k].entry_id)
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    table["commits also made by the other"] = shared
+    table.index.name = "reflector"
+    return table
+
+
+def stage_runs(runs_dir: str | Path, model: str, served: str) -> StageRuns:
+    """The measurement's conventional layout under a runs folder (``make`` and the scripts beside the runs write it):
+    ``04_agmr/<model>/llm-stages/`` (``agmr-llama-<served>``, ``agmr-offline``, ``replay.jsonl``, ``judge.jsonl``),
+    ``05_arbiter/<model>/llm-stages/arbiter-500-llama-<served>`` beside ``05_arbiter/<model>/arbiter-500``,
+    ``06_proactive/<model>/llm-stages/proactive-llama-<served>`` beside ``06_proactive/<model>/proactive``, and the
+    oracle and plan-free bases ``04_agmr/<model>/bases/agmr``, ``.../bases/agmr-plan-free``."""
+    r = Path(runs_dir)
+    a = r / "04_agmr" / model
+    return StageRuns(
+        model=served, refinement=str(a / "llm-stages" / f"agmr-llama-{served}"),
+        refinement_offline=str(a / "llm-stages" / "agmr-offline"), replay=str(a / "llm-stages" / "replay.jsonl"),
+        judge=str(a / "llm-stages" / "judge.jsonl"),
+        runs=(("arbiter", str(r / "05_arbiter" / model / "llm-stages" / f"arbiter-500-llama-{served}"),
+               str(r / "05_arbiter" / model / "arbiter-500")),
+              ("proactive", str(r / "06_proactive" / model / "llm-stages" / f"proactive-llama-{served}"),
+               str(r / "06_proactive" / model / "proactive"))),
+        oracle=str(a / "bases" / "agmr"), plan_free=str(a / "bases" / "agmr-plan-free"))
+
+
+def stage_pages(s: StageRuns) -> list[tuple[str, Any, str]]:
+    """``(name, table, caption)`` of every table the measurement has data for, in reading order."""
+    from workbench.memory.trajectory import iter_jsonl_dicts
+
+    pages: list[tuple[str, Any, str]] = []
+    calls = served_calls(s)
+    if calls:
+        t = reply_table(calls, by=("method", "stage"))
+        n = len(calls)
+        pages.append(("llm_stage_replies_served", t, (
+            f"Every stage call of the methods run with their stages on the served `{s.model}` (llama.cpp server, "
+            f"schema-constrained replies), {n} calls: the share of replies valid as sent, valid after the one repair "
+            "retry, rejected (typed error, nothing applied: a reply that never parsed, or one the method refused) and "
+            "failed (no answer: the killed server), with the requests per call and the latency in ms (one CPU core, "
+            "shared with the agent and other jobs).")))
+    if _present(s.replay):
+        rows = list(iter_jsonl_dicts(Path(s.replay)))
+        t = reply_table(rows, by=("stage", "label"))
+        pages.append(("llm_stage_replies_replay", t, (
+            f"The same recorded stage inputs ({len(rows)} calls) sent to the served `{s.model}` with the schema as the "
+            "`response_format` (constrained) and without (unconstrained: the prompt still describes the schema): "
+            "AGMR's from the paper-scale refinement, the arbiter's state parser at steps 0 and 3, the proactive "
+            "agent's two phases at step 0 (where the recorded bank is exact).")))
+    out = outcomes_table(s)
+    if not out.empty:
+        pages.append(("llm_stage_outcomes", out, (
+            f"Outcomes with the stages on `{s.model}` beside the offline stand-ins on the same tasks, agent, dtype and "
+            "step limit (episodes: successes and steps; AGMR: each task's refinement outcome). With a 135M model the "
+            "method's quality is not the point; that the endpoint drops in and every failure is caught and counted "
+            "is.")))
+    if _present(s.judge):
+        rows = list(iter_jsonl_dicts(Path(s.judge)))
+        summary, confusion = judge_tables(rows)
+        ag = agreement(rows)
+        kappa = "undefined" if ag["kappa"] is None else f"{ag['kappa']:.3f}"
+        pages.append(("agmr_pattern_judge_agreement", summary, (
+            f"The failure pattern named by `{s.model}` (stage `pattern_judge`, from C[:, j], the segments and the step) "
+            f"against the rule the paper-scale refinement recorded, on each failed task's first diagnosis: Cohen's "
+            f"kappa {kappa} over {ag['labelled']} labelled diagnoses ({ag['rejected']} replies rejected).")))
+        pages.append(("agmr_pattern_judge_confusion", confusion, (
+            "The judge's labels (columns) against the rule's (rows) on the same diagnoses.")))
+    if _present(s.oracle) and _present(s.plan_free):
+        t = reflector_table(s.oracle, s.plan_free)
+        n = int(t["tasks"].iloc[0])
+        pages.append(("agmr_reflector_oracle_share", t, (
+            f"AGMR's refinement of the same base on the same first {n} valid_seen tasks (of 140) with the offline "
+            "reflector shown each task's expert plan (the oracle every committed base used) and with the paper's "
+            "reflector, which sees m* and tau only (the memory's own actions as its reference): outcomes, commits, and "
+            "the commits both made (same task, same entry).")))
+    return pages
