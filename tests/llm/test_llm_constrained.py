@@ -161,3 +161,40 @@ def test_a_random_model_under_the_grammar_calls_only_known_tools(tiny_smollm_tok
             assert all(c.name in names for c in res.tool_calls)
         else:  # cut by max_tokens: the text is the partial JSON, which chat_tools refuses
             assert res.text.startswith('{"tool_calls"')
+
+
+# -- fuzz: whatever a server sends to a backend asked for JSON tool calls --------------------------------------------
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_OK = '{"tool_calls": [{"name": "memory_save_knowledge", "arguments": {"id": "loc:apple_1", "content": "in fridge 1"}}]}'
+_reply = st.one_of(
+    st.text(max_size=200),  # prose, empty, anything
+    st.integers(0, len(_OK)).map(lambda k: _OK[:k]),  # the valid reply cut anywhere (max_tokens)
+    st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+                 lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=10), inner, max_size=3),
+                 max_leaves=10).map(lambda v: json.dumps({"tool_calls": v})),  # the envelope with anything inside
+    st.sampled_from(["memory_delete", "memory_fly", "", "memory_save_knowledge"]).flatmap(
+        lambda name: st.dictionaries(st.sampled_from(["id", "content", "status", "x"]),
+                                     st.one_of(st.text(max_size=500), st.integers()), max_size=3).map(
+            lambda args: json.dumps({"tool_calls": [{"name": name, "arguments": args}]}))),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(first=_reply, second=_reply)
+def test_any_reply_to_a_json_tool_stage_is_valid_calls_or_a_typed_error(first, second) -> None:
+    """Never a crash, never prose or a cut reply read as "no call": a valid list of known tools' calls with
+    arguments that fit their schemas, or a ToolCallError after the one repair; the ledger counts it either way."""
+    names = {t.name for t in PROACTIVE_TOOLS}
+    ledger: list = []
+    try:
+        calls = run_stage(_JsonTools([first, second]), "proactive_update", PAYLOAD, ledger=ledger).value
+    except ToolCallError:
+        assert ledger[-1].fate == "rejected" and ledger[-1].requests == 2
+        return
+    assert all(c.name in names for c in calls)
+    body = (first if ledger[-1].fate == "valid" else second).strip()
+    assert body.startswith("{") and json.loads(body)["tool_calls"] == [
+        {"name": c.name, "arguments": c.arguments} for c in calls]

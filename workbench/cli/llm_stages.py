@@ -12,6 +12,7 @@ from workbench.cli._options import add_backend
 from workbench.files import present
 from workbench.llm.registry import get_backend
 from workbench.memory.trajectory import append_jsonl, cut_torn_tail, iter_jsonl_dicts
+from workbench.studies.llm_stages import latest
 
 __all__ = ["add_parser", "cmd_replay", "cmd_judge", "cmd_table"]
 
@@ -25,10 +26,11 @@ def _backend(a: argparse.Namespace, extra: tuple[str, ...] = ()):
 
 
 def _done(path: Path, key: tuple[str, ...]) -> set[tuple]:
+    """The keys already answered (a failed call, the server gone, is asked again)."""
     if not present(path):
         return set()
     cut_torn_tail(path)
-    return {tuple(d.get(k) for k in key) for d in iter_jsonl_dicts(path)}
+    return {tuple(d.get(k) for k in key) for d in latest(iter_jsonl_dicts(path), key) if d.get("fate") != "failed"}
 
 
 def cmd_replay(a: argparse.Namespace) -> int:
@@ -56,7 +58,7 @@ def cmd_replay(a: argparse.Namespace) -> int:
             replay(backend, todo, on_call=lambda r, lb=label: append_jsonl(out, {"label": lb, **r}))
         finally:
             getattr(backend, "close", lambda: None)()
-    rows = list(iter_jsonl_dicts(out))
+    rows = latest(iter_jsonl_dicts(out), ("label", "stage", "source"))
     print(reply_table(rows, by=("label", "stage")).to_string())
     return 0
 
@@ -76,7 +78,7 @@ def cmd_judge(a: argparse.Namespace) -> int:
             judge(backend, todo, on_call=lambda r: append_jsonl(out, r))
         finally:
             getattr(backend, "close", lambda: None)()
-    print(json.dumps(agreement(list(iter_jsonl_dicts(out))), indent=1))
+    print(json.dumps(agreement(latest(iter_jsonl_dicts(out), ("source",))), indent=1))
     return 0
 
 
@@ -86,7 +88,7 @@ def cmd_table(a: argparse.Namespace) -> int:
 
     rows: list[dict] = []
     for f in a.replay or ():
-        rows += [{**d, "source_of": "replay"} for d in iter_jsonl_dicts(Path(f))]
+        rows += [{**d, "source_of": "replay"} for d in latest(iter_jsonl_dicts(Path(f)), ("label", "stage", "source"))]
     for d in a.refinement or ():
         rows += [{**c, "label": "run", "source_of": str(d)} for c in refinement_calls(d)]
     for d in a.run or ():

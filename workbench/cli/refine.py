@@ -62,9 +62,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     "the error with the plan-tracking oracle); default: the paper's reflector, which sees the memory "
                     "and the trajectory only. Recorded in the base's config and every commit's provenance")
     rf.add_argument("--adopt-executions-from", metavar="DIR",
-                    help="another refinement's --base-out (same agent, dtype, heads, split, step limit): an episode "
-                    "with the same task and memory is adopted from it instead of played (marked adopted_from); the "
-                    "result is the same, only faster")
+                    help="another refinement's --base-out (same agent, dtype, heads, split, step limit, played on the "
+                    "same kind of device): an episode with the same task and memory is adopted from it instead of "
+                    "played (marked adopted_from); the result is the same, only faster")
     rf.add_argument("--variant", default="agmr", choices=VARIANTS,
                     help="agmr | no-agr (the reflector edits directly, no C) (default: agmr)")
     rf.add_argument("--max-attempts", type=int, default=3, help="K, failure-branch attempts")

@@ -164,7 +164,7 @@ class LocalBackend:
         self.stats["generated_tokens"] += len(out)
         text = self.tokenizer.decode(out, skip_special_tokens=True)
         calls = tool_calls_from_json(text) if tools and self.constrain else None
-        if calls is not None:
+        if calls:  # the calls travel as tool calls; an empty list stays as its JSON text (an explicit no call)
             text = ""
         return ChatResult(text=text, tool_calls=tuple(calls or ()), finish_reason=finish, backend=self.name,
                           model=self.model,

@@ -60,15 +60,18 @@ def _local(lm: Any = None, model: str | None = None, **kwargs: Any) -> Backend:
     # lazy: a backend's client (HTTP, an in-process model) loads only when that backend is asked for
     from workbench.llm.local import LocalBackend
 
-    if isinstance(kwargs.get("constrain"), str):  # from a KEY=VALUE backend argument
+    constrain = kwargs.pop("constrain", True)
+    if isinstance(constrain, str):  # from a KEY=VALUE backend argument
         from workbench.llm.server import _flag
 
-        kwargs["constrain"] = _flag(kwargs["constrain"])
+        constrain = _flag(constrain)
     if lm is not None or "hf_model" in kwargs:
-        return LocalBackend(lm, model_name=model, **kwargs)
+        return LocalBackend(lm, model_name=model, constrain=constrain, **kwargs)
     if model is None:
         raise LLMConfigError("backend 'local' needs lm=<loaded model> or model=<name for load_model>")
-    return LocalBackend.from_name(model, **kwargs)
+    backend = LocalBackend.from_name(model, **kwargs)
+    backend.constrain = bool(constrain)
+    return backend
 
 
 

@@ -2,8 +2,8 @@
 
 ``with LlamaServer("smollm2-135m-instruct") as srv:`` serves the model's GGUF (the packaged SmolLM2, or any ``.gguf``
 path) on 127.0.0.1 at a free port, waits until ``/v1/models`` answers, and stops the process by its PID on exit
-(SIGTERM, then SIGKILL after a grace period); an interpreter that exits first stops it too (``atexit``). Nothing is
-downloaded. The backend ``llama-server`` (:func:`workbench.llm.get_backend`) owns one of these, so a run, a sweep or
+(SIGTERM, then SIGKILL after a grace period); an interpreter that exits first stops it too (``atexit``, and on Linux
+the kernel's parent-death signal when the interpreter is killed). Nothing is downloaded. The backend ``llama-server`` (:func:`workbench.llm.get_backend`) owns one of these, so a run, a sweep or
 a notebook that names it gets a server for its lifetime and never a stale URL in its configuration.
 """
 
@@ -17,6 +17,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -53,6 +54,22 @@ def gguf_of(model: str) -> Path:
         return packaged_gguf_path(*spec.gguf)
     except FileNotFoundError as e:
         raise LLMConfigError(f"llama-server: {e}") from None
+
+
+def _die_with_parent():
+    """A ``preexec_fn`` that makes the server get SIGTERM when this process dies, however it dies (``atexit`` does
+    not run on SIGKILL or an unhandled SIGTERM). Linux only, and only from the main thread: the signal follows the
+    thread that started the child, and a worker thread that ends would take the server with it."""
+    if not sys.platform.startswith("linux") or threading.current_thread() is not threading.main_thread():
+        return None
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def preexec() -> None:
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+    return preexec
 
 
 class LlamaServer:
@@ -110,7 +127,8 @@ class LlamaServer:
                "--port", str(self.port), "--n_ctx", str(self.n_ctx), "--n_threads", str(self.n_threads),
                "--n_threads_batch", str(self.n_threads)]
         with self.log.open("w") as fh:
-            self.proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+            self.proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True,
+                                         preexec_fn=_die_with_parent())
         atexit.register(self.stop)
         deadline = time.monotonic() + self.start_timeout_s
         while True:

@@ -68,8 +68,9 @@ def _envelope_calls(text: str, required: bool = False) -> list[ToolCall]:
         return []
     calls = tool_calls_from_json(body)
     if calls is None:
-        if '"tool_calls"' in body:
-            raise ToolCallError("tool_calls", 'the {"tool_calls": [...]} reply is incomplete or malformed JSON',
+        if required or '"tool_calls"' in body:
+            raise ToolCallError("tool_calls", 'expected one complete JSON object {"tool_calls": [{"name": ..., '
+                                '"arguments": {...}}]}; the reply is another object, or incomplete or malformed JSON',
                                 [text])
         return []
     return calls

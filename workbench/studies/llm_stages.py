@@ -34,11 +34,20 @@ from workbench.methods.agmr.stage_types import (
     ReflectorInput,
 )
 
-__all__ = ["FAILURE_PATTERNS", "StagePayload", "StageRuns", "refinement_calls", "run_calls", "reply_table",
+__all__ = ["FAILURE_PATTERNS", "StagePayload", "StageRuns", "latest", "refinement_calls", "run_calls", "reply_table",
            "replay_payloads", "replay", "judge_payloads", "judge", "agreement", "cohen_kappa", "served_calls",
            "outcomes_table", "outcomes_beside", "judge_tables", "reflector_table", "stage_runs", "stage_pages"]
 
 FAILURE_PATTERNS = ("attended_but_wrong", "missed_relevant", "distracted_by_irrelevant")
+
+
+def latest(rows: Iterable[dict], key: Sequence[str]) -> list[dict]:
+    """The last record of each ``key`` (a replay or judge file resumed after a failed call holds that call's record,
+    then the retry's), in first-seen order."""
+    out: dict[tuple, dict] = {}
+    for r in rows:
+        out[tuple(r.get(k) for k in key)] = r
+    return list(out.values())
 
 
 def refinement_calls(folder: str | Path) -> list[dict]:
@@ -132,7 +141,7 @@ def replay_payloads(refinement: str | Path | None = None, arbiter_run: str | Pat
         from workbench.methods.arbiter.stage_types import StateParserInput
 
         for t in read_episodes(arbiter_run):
-            for k in (0, min(3, t.n_steps - 1)):
+            for k in sorted({0, min(3, t.n_steps - 1)} - {-1}):
                 obs = t.steps[k].observation if k else t.initial_observation
                 out.append(StagePayload("arbiter_state_parser", f"{t.task_id} step {k}", StateParserInput(
                     goal=t.goal, observation=obs, history=tuple(t.steps[:k]))))
@@ -162,10 +171,12 @@ def replay(backend: Any, payloads: Sequence[StagePayload], *, on_call: Any = Non
             run_stage(backend, p.stage, p.payload, ledger=ledger)
         except LLMOutputError:
             pass
-        rec = {**ledger[-1].record(), "source": p.source}
-        records.append(rec)
-        if on_call is not None:
-            on_call(rec)
+        finally:  # a failed call (the server is gone) is recorded too, then stops the replay
+            if ledger:
+                rec = {**ledger[-1].record(), "source": p.source}
+                records.append(rec)
+                if on_call is not None:
+                    on_call(rec)
     return records
 
 
@@ -180,14 +191,18 @@ def judge_payloads(refinement: str | Path, first_only: bool = False) -> list[tup
     for r in load_log(refinement):
         if r.branch != "failure":
             continue
-        diagnosed = [ex.get(i) for i in r.executions]  # execution n-1 is what attempt n diagnosed
+        run = ex.get(r.executions[0]) if r.executions else None  # the run attempt 1 diagnoses: m*'s
         for a in r.attempts:
-            if not (a.rule and a.reflection) or a.n - 1 >= len(diagnosed) or diagnosed[a.n - 1] is None:
+            if run is None:
+                break
+            diagnosed = run
+            if a.execution:  # the next attempt diagnoses this one's verification; one that erred played nothing
+                run = ex.get(a.execution)
+            if not (a.rule and a.reflection) or len(diagnosed.memory.segments) != len(a.rule["column"]):
                 continue
             refl = FailureReflection.model_validate(a.reflection)
-            run = diagnosed[a.n - 1]
             out.append((f"{r.task_id} attempt {a.n}", a.rule["pattern"], PatternJudgeInput(
-                memory=run.memory, step=refl.critical_step, correct_action=refl.correct_action,
+                memory=diagnosed.memory, step=refl.critical_step, correct_action=refl.correct_action,
                 segment=refl.supporting_segment, utilization=tuple(a.rule["column"]), scale=a.rule.get("scale"))))
             if first_only:
                 break
@@ -199,15 +214,18 @@ def judge(backend: Any, items: Sequence[tuple[str, str, PatternJudgeInput]], *, 
     rows = []
     for source, rule, payload in items:
         ledger: list[StageCall] = []
+        label = None
         try:
             label = run_stage(backend, "pattern_judge", payload, ledger=ledger).value.pattern
         except LLMOutputError:
-            label = None
-        row = {"source": source, "rule": rule, "judge": label, **{k: v for k, v in ledger[-1].record().items()
-                                                                   if k in ("fate", "ms", "mode", "model")}}
-        rows.append(row)
-        if on_call is not None:
-            on_call(row)
+            pass
+        finally:  # a failed call (the server is gone) is recorded too, then stops the judging
+            if ledger:
+                row = {"source": source, "rule": rule, "judge": label,
+                       **{k: v for k, v in ledger[-1].record().items() if k in ("fate", "ms", "mode", "model")}}
+                rows.append(row)
+                if on_call is not None:
+                    on_call(row)
     return rows
 
 
@@ -382,10 +400,11 @@ def stage_pages(s: StageRuns) -> list[tuple[str, Any, str]]:
             f"Every stage call of the methods run with their stages on the served `{s.model}` (llama.cpp server, "
             f"schema-constrained replies), {n} calls: the share of replies valid as sent, valid after the one repair "
             "retry, rejected (typed error, nothing applied: a reply that never parsed, or one the method refused) and "
-            "failed (no answer: the killed server), with the requests per call and the latency in ms (one CPU core, "
-            "shared with the agent and other jobs).")))
+            "failed (no answer: a run that loses its server stops there and, resumed, plays that episode again, so "
+            "its records hold none), with the requests per call and the latency in ms (one CPU core, shared with the "
+            "agent and other jobs).")))
     if _present(s.replay):
-        rows = list(iter_jsonl_dicts(Path(s.replay)))
+        rows = latest(iter_jsonl_dicts(Path(s.replay)), ("label", "stage", "source"))
         t = reply_table(rows, by=("stage", "label"))
         pages.append(("llm_stage_replies_replay", t, (
             f"The same recorded stage inputs ({len(rows)} calls) sent to the served `{s.model}` with the schema as the "
@@ -400,7 +419,7 @@ def stage_pages(s: StageRuns) -> list[tuple[str, Any, str]]:
             "method's quality is not the point; that the endpoint drops in and every failure is caught and counted "
             "is.")))
     if _present(s.judge):
-        rows = list(iter_jsonl_dicts(Path(s.judge)))
+        rows = latest(iter_jsonl_dicts(Path(s.judge)), ("source",))
         summary, confusion = judge_tables(rows)
         ag = agreement(rows)
         kappa = "undefined" if ag["kappa"] is None else f"{ag['kappa']:.3f}"

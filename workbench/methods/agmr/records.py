@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 from workbench.memory.base import entry_diff
 from workbench.memory.trajectory import (
@@ -24,6 +24,15 @@ class _Rec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+def _drop_defaults(data: dict, defaults: dict) -> dict:
+    """Fields added after records were first written, left out at their defaults: an offline refinement's files stay
+    what they were (the offline algorithms record no stage calls and adopt nothing unless asked)."""
+    for key, default in defaults.items():
+        if key in data and data[key] in (default, list(default) if isinstance(default, tuple) else default):
+            del data[key]
+    return data
+
+
 class Execution(_Rec):
     """One episode played during refinement: the memory shown, the trajectory and its C."""
 
@@ -38,6 +47,10 @@ class Execution(_Rec):
     # "<folder>::<execution id>" when this episode was not played but adopted from another refinement's identical
     # one (same task, memory, agent, dtype, heads and step limit: the deterministic agent would replay it exactly)
     adopted_from: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_defaults(self, handler: Any) -> dict:
+        return _drop_defaults(handler(self), {"adopted_from": None})
 
 
 class Attempt(_Rec):
@@ -80,6 +93,10 @@ class TaskRecord(_Rec):
     recovered: bool = False  # rebuilt on resume from a commit's provenance (the log line was lost to a kill)
     meta: dict = Field(default_factory=dict)
     stage_calls: tuple[dict, ...] = ()  # every LLM stage call of the task and its fate (workbench.llm.ledger)
+
+    @model_serializer(mode="wrap")
+    def _without_defaults(self, handler: Any) -> dict:
+        return _drop_defaults(handler(self), {"stage_calls": ()})
 
 
 def candidate_diff(entry: MemoryEntry, cand: MemoryEntry, n: int) -> str:

@@ -486,6 +486,7 @@ def _refine(config: RefineConfig, out: str | Path, *, lm: Any, progress: bool, s
                 bar.set_postfix(dict(counts))
         finally:
             env.close()
+            getattr(backend, "close", lambda: None)()  # a served backend stops its server here
     return refine_stats(root)
 
 

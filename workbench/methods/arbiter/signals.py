@@ -56,8 +56,8 @@ TAU = {"task_state": 2.0, "episodic": 6.0, "default": 6.0}
 
 @dataclass(frozen=True)
 class SignalConfig:
-    """The constants of d_b,t and eta_i,t (module docstring). All ours: the paper describes the signals qualitatively
-    (section 3.3); where each value comes from is in :data:`workbench.methods.arbiter.constants.CONSTANTS`."""
+    """The constants of d_b,t and eta_i,t (module docstring), one named field each. All ours: the paper describes the
+    signals qualitatively (section 3.3), not their formulas (the user guide's constants table says so per method)."""
 
     goal_demand_new: float = 1.0  # d_goal at t = 0 or right after a subgoal changed
     goal_demand_steady: float = 0.7  # d_goal otherwise
