@@ -11,6 +11,8 @@ breaks a rule) with :func:`reject_last`, so the ledger counts what was *used*:
 ``rejected``  no usable reply: both replies failed to parse, or a parsed one was refused by the method
               (``reason`` says which); nothing was applied
 ``failed``    the backend could not be reached (a transport error or timeout): the run stops, resumable
+
+``reason`` says why a reply was rejected, or why a repaired call's first reply could not be used.
 """
 
 from __future__ import annotations

@@ -161,6 +161,6 @@ def run_stage(backend: Backend, stage: Stage | str, payload: BaseModel | dict, *
         note("failed", getattr(e, "attempts", 1), reason=str(e)[:300])
         raise
     used = [r.usage.get("completion_tokens") for r in out.results]
-    note("repaired" if out.repaired else "valid", len(out.results),
+    note("repaired" if out.repaired else "valid", len(out.results), reason=out.problems[0][:300] if out.problems else None,
          tokens=sum(u for u in used if u is not None) if any(u is not None for u in used) else None)
     return out

@@ -50,6 +50,7 @@ class Parsed(Generic[M]):
 
     value: M
     results: tuple[ChatResult, ...]
+    problems: tuple[str, ...] = ()  # why each reply before the last could not be used (the repair turn's reason)
 
     @property
     def repaired(self) -> bool:
@@ -118,6 +119,7 @@ def chat_json(
     stage = stage or schema.__name__
     msgs = as_messages(messages)
     results: list[ChatResult] = []
+    problems: list[str] = []
     ask = (
         "Reply with only one JSON object that matches this JSON schema, no prose:\n"
         + json.dumps(schema.model_json_schema(), sort_keys=True)
@@ -126,9 +128,10 @@ def chat_json(
         res = backend.chat(msgs, schema=schema, context=context, **params)
         results.append(res)
         try:
-            return Parsed(parse_json_as(res.text, schema, stage=stage), tuple(results))
+            return Parsed(parse_json_as(res.text, schema, stage=stage), tuple(results), tuple(problems))
         except LLMOutputError as e:
             reason = e.reason
+            problems.append(reason)
         msgs = _repair_turn(msgs, res, reason, ask)
     raise LLMOutputError(stage, reason, [_reply_text(r) for r in results])
 
@@ -153,6 +156,7 @@ def chat_tools(
     """
     msgs = as_messages(messages)
     results: list[ChatResult] = []
+    problems: list[str] = []
     json_tools = getattr(backend, "tool_reply", None) == "json"
     ask = (
         f"Call only these tools: {', '.join(t.name for t in tools)}, with arguments matching their schemas, "
@@ -165,8 +169,9 @@ def chat_tools(
         try:
             calls = list(res.tool_calls) or _envelope_calls(res.text, json_tools) or parse_text_tool_calls(res.text,
                                                                                                            tools)
-            return Parsed(validate_tool_calls(calls, tools, stage=stage), tuple(results))
+            return Parsed(validate_tool_calls(calls, tools, stage=stage), tuple(results), tuple(problems))
         except LLMOutputError as e:
             reason = e.reason
+            problems.append(reason)
         msgs = _repair_turn(msgs, res, reason, ask)
     raise ToolCallError(stage, reason, [_reply_text(r) for r in results])
