@@ -97,3 +97,27 @@ def test_a_model_backed_refinement_keeps_its_calls(tmp_path) -> None:
     calls = refinement_calls(root)
     assert [c["stage"] for c in calls] == ["reflector_failure", "refiner_failure"] * 2
     assert {c["fate"] for c in calls} == {"valid"} and all(c["task_id"] == TASK.task_id for c in calls)
+
+
+def test_an_attempt_that_erred_leaves_the_next_one_diagnosing_the_same_run(tmp_path) -> None:
+    refl = json.dumps({"critical_step": 1, "wrong_action": "go to fridge 1",
+                       "correct_action": "take apple 1 from countertop 1", "supporting_segment": 1})
+    unusable = json.dumps({"pattern": "attended_but_wrong", "edits": [{"index": 99, "op": "delete"}]})
+    edit = json.dumps({"pattern": "attended_but_wrong", "edits": [
+        {"index": 1, "op": "replace", "text": "Thought: take the apple first.\nAction: take apple 1 from countertop 1"}]})
+    make_base(tmp_path)
+    root = tmp_path / "refined"
+    cfg = RefineConfig(heads=((0, 0),), retriever="bm25", source=str(tmp_path / "source"))
+    base, _ = prepare(root, cfg)
+    _, log, exec_path = refine_paths(root)
+    r = ScriptedRefiner(base, [(False, WRONG, None), (True, RIGHT, None)], source=str(tmp_path / "source"),
+                        backend=ScriptedBackend([refl, unusable, refl, edit]))
+    r.on_execution = lambda e: (r.executions.append(e), append_jsonl(exec_path, e))
+    rec = r.refine_task(TASK, "put a apple in fridge.")
+    append_jsonl(log, rec)
+    assert rec.attempts[0].error and rec.attempts[0].execution is None and rec.attempts[1].execution
+    items = judge_payloads(root)
+    assert [s for s, _, _ in items] == [f"{TASK.task_id} attempt 1", f"{TASK.task_id} attempt 2"]
+    first_run = r.executions[0].memory
+    assert items[0][2].memory == first_run and items[1][2].memory == first_run  # both diagnosed m*'s run
+    assert [c["fate"] for c in refinement_calls(root)] == ["valid", "rejected", "valid", "valid"]
