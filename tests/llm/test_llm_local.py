@@ -110,3 +110,15 @@ def test_real_smollm2_answers_in_process() -> None:
     a = backend.chat(msgs, max_tokens=12)
     assert "paris" in a.text.lower() and a.model == "smollm2-135m-instruct"
     assert backend.chat(msgs, max_tokens=12).text == a.text
+    # the same model under the stages' grammars: every reply parses, whatever the 135M model thinks
+    from workbench.llm import run_stage
+    from workbench.methods.proactive.stage_types import ProactiveInput
+
+    payload = ProactiveInput(goal="put a clean apple in fridge.", step=0,
+                             current_observation="You are in the middle of a room. You see a fridge 1.")
+    ledger: list = []
+    reply = run_stage(backend, "proactive_intervene", payload, max_tokens=96, ledger=ledger).value
+    calls = run_stage(backend, "proactive_update", payload, max_tokens=256, ledger=ledger).value
+    assert reply.reminder is None or reply.reminder.strip()
+    assert all(c.name.startswith("memory_") for c in calls)
+    assert [c.mode for c in ledger] == ["grammar:llguidance"] * 2
