@@ -121,3 +121,16 @@ def test_an_attempt_that_erred_leaves_the_next_one_diagnosing_the_same_run(tmp_p
     first_run = r.executions[0].memory
     assert items[0][2].memory == first_run and items[1][2].memory == first_run  # both diagnosed m*'s run
     assert [c["fate"] for c in refinement_calls(root)] == ["valid", "rejected", "valid", "valid"]
+
+
+def test_the_report_pages_of_a_measurement_with_only_a_refinement(tmp_path) -> None:
+    from workbench.studies.llm_stages import StageRuns, outcomes_table, stage_pages
+
+    root = _refinement(tmp_path)
+    s = StageRuns(model="m", refinement=str(root), refinement_offline=str(root), oracle=str(root),
+                  plan_free=str(root), runs=(("arbiter", str(tmp_path / "none"), str(tmp_path / "none")),))
+    t = outcomes_table(s)
+    assert t.loc[("agmr (refinement)", 1, "committed"), "served"] == t.loc[("agmr (refinement)", 1, "committed"),
+                                                                          "offline"] == 1
+    names = [n for n, _, _ in stage_pages(s)]
+    assert names == ["llm_stage_outcomes", "agmr_reflector_oracle_share"]  # offline calls leave no served records

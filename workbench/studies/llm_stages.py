@@ -302,7 +302,8 @@ def served_calls(s: StageRuns) -> list[dict]:
 
 
 def outcomes_table(s: StageRuns) -> Any:
-    """Per method: tasks, successes (episodes) or outcomes (refinement), served beside offline on the same tasks."""
+    """Per method and measure (rows), the served run beside the offline stand-in on the same tasks (columns):
+    episodes' successes and steps; a refinement's outcomes (committed, discarded, rolled back, no edit, error)."""
     import pandas as pd
 
     rows = []
@@ -314,20 +315,19 @@ def outcomes_table(s: StageRuns) -> Any:
         both = [t for t in got if t.task_id in ref]
         if not both:
             continue
-        rows.append({"method": method, "tasks": len(both), "served: successes": sum(t.success for t in both),
-                     "offline: successes": sum(ref[t.task_id].success for t in both),
-                     "served: steps": sum(t.n_steps for t in both),
-                     "offline: steps": sum(ref[t.task_id].n_steps for t in both)})
+        rows.append((method, len(both), "successes", sum(t.success for t in both),
+                     sum(ref[t.task_id].success for t in both)))
+        rows.append((method, len(both), "steps", sum(t.n_steps for t in both),
+                     sum(ref[t.task_id].n_steps for t in both)))
     if _present(s.refinement) and _present(s.refinement_offline):
         got = {r.task_id: r for r in load_log(s.refinement)}
         ref = {r.task_id: r for r in load_log(s.refinement_offline)}
         both = [k for k in got if k in ref]
-        count = lambda log, what: sum(log[k].outcome == what for k in both)  # noqa: E731
-        rows.append({"method": "agmr (refinement)", "tasks": len(both),
-                     "served: committed": count(got, "committed"), "offline: committed": count(ref, "committed"),
-                     "served: error": count(got, "error"), "offline: error": count(ref, "error"),
-                     "served: discarded": count(got, "discarded"), "offline: discarded": count(ref, "discarded")})
-    return pd.DataFrame(rows).set_index("method") if rows else pd.DataFrame()
+        for what in ("committed", "discarded", "rolled_back", "no_edit", "error"):
+            rows.append(("agmr (refinement)", len(both), what, sum(got[k].outcome == what for k in both),
+                         sum(ref[k].outcome == what for k in both)))
+    table = pd.DataFrame(rows, columns=["method", "tasks", "measure", "served", "offline"])
+    return table.set_index(["method", "tasks", "measure"]) if rows else pd.DataFrame()
 
 
 def judge_tables(rows: Sequence[dict]) -> tuple[Any, Any]:
