@@ -117,6 +117,16 @@ def test_the_ledger_counts_each_fate() -> None:
     assert json.dumps(ledger_records(ledger))  # JSON-ready
 
 
+def test_a_reply_cut_by_max_tokens_says_so() -> None:
+    from workbench.llm import ChatResult
+
+    cut = ChatResult(text='{"reminder": "the apple is in', finish_reason="length", usage={"completion_tokens": 9})
+    ledger: list = []
+    with pytest.raises(LLMOutputError, match=r"cut at max_tokens \(9 tokens\)"):
+        run_stage(ScriptedBackend([cut, cut]), "proactive_intervene", PAYLOAD, ledger=ledger)
+    assert ledger[0].reason.startswith("the reply was cut at max_tokens")
+
+
 def test_offline_calls_leave_no_records() -> None:
     from workbench.llm import get_backend
 

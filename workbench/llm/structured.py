@@ -77,6 +77,15 @@ def _envelope_calls(text: str, required: bool = False) -> list[ToolCall]:
     return calls
 
 
+def _cut(res: ChatResult, reason: str) -> str:
+    """The reason a reply failed, saying first when it ran out of ``max_tokens`` (then what the parser made of the
+    rest -- often an inner object of the unfinished reply -- is a symptom, not the cause)."""
+    if res.finish_reason == "length":
+        n = res.usage.get("completion_tokens")
+        return f"the reply was cut at max_tokens{f' ({n} tokens)' if n else ''} before it was complete; {reason}"
+    return reason
+
+
 def _reply_text(res: ChatResult) -> str:
     """The reply as the model should see it again in the repair turn (tool calls in text form)."""
     calls = "".join(format_text_tool_call(c.name, c.arguments) for c in res.tool_calls)
@@ -130,7 +139,7 @@ def chat_json(
         try:
             return Parsed(parse_json_as(res.text, schema, stage=stage), tuple(results), tuple(problems))
         except LLMOutputError as e:
-            reason = e.reason
+            reason = _cut(res, e.reason)
             problems.append(reason)
         msgs = _repair_turn(msgs, res, reason, ask)
     raise LLMOutputError(stage, reason, [_reply_text(r) for r in results])
@@ -171,7 +180,7 @@ def chat_tools(
                                                                                                            tools)
             return Parsed(validate_tool_calls(calls, tools, stage=stage), tuple(results), tuple(problems))
         except LLMOutputError as e:
-            reason = e.reason
+            reason = _cut(res, e.reason)
             problems.append(reason)
         msgs = _repair_turn(msgs, res, reason, ask)
     raise ToolCallError(stage, reason, [_reply_text(r) for r in results])
