@@ -28,8 +28,14 @@ def notebook_05_configs(model, split, tasks, max_steps, root, dtype):
             + reference_configs(model, split, tasks, max_steps, root, dtype=dtype))
 
 
+def notebook_06_configs(model, split, tasks, max_steps, root, dtype):
+    """Notebook 06's runs under PROFILE=full, at the window its committed runs read (10, not the default 8)."""
+    return proactive_configs(model, split, tasks, max_steps, root, dtype=dtype,
+                             window=PROFILES["full"]["06_proactive"]["window"])
+
+
 GRIDS = {"arbiter_valid_unseen.yaml": ("05_arbiter", notebook_05_configs),
-         "proactive_valid_unseen.yaml": ("06_proactive", proactive_configs)}
+         "proactive_valid_unseen.yaml": ("06_proactive", notebook_06_configs)}
 PAIRS = {"arbiter_valid_unseen.yaml": budget_pairs, "proactive_valid_unseen.yaml": silent_pairs}
 
 
@@ -101,9 +107,11 @@ def test_the_proactive_written_action_grid_is_notebook_06s_full_profile(model, d
     tasks = PROFILES["full"]["06_proactive"]["verbatim_tasks"]
     grid = load_grid(ROOT / "grids" / "proactive_verbatim_valid_unseen.yaml", out=f"{root}/06_proactive/{model}",
                      overrides=parse_overrides([f"model={model}", f"dtype={dtype}"]))
-    expected = verbatim_configs(model, "valid_unseen", tasks, 50, f"{root}/06_proactive", dtype=dtype)
+    expected = verbatim_configs(model, "valid_unseen", tasks, 50, f"{root}/06_proactive", dtype=dtype,
+                                window=PROFILES["full"]["06_proactive"]["window"])
     assert {c.out: c.identity() for c in grid.configs} == {c.out: c.identity() for c in expected}
     assert all(c.decode == "generate-verbatim" for c in grid.configs)
+    assert {c.window for c in grid.configs if c.memory != "none"} == {10}  # what the committed runs read
     assert sorted(grid.same_memory) == sorted((Path(c.out).name, Path(r.out).name) for c, r in silent_pairs(expected))
     main = load_grid(ROOT / "grids" / "proactive_valid_unseen.yaml", out=f"{root}/06_proactive/{model}")
     assert not set(grid.names) & set(main.names)

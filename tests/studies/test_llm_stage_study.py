@@ -134,3 +134,22 @@ def test_the_report_pages_of_a_measurement_with_only_a_refinement(tmp_path) -> N
                                                                           "offline"] == 1
     names = [n for n, _, _ in stage_pages(s)]
     assert names == ["llm_stage_outcomes", "agmr_reflector_oracle_share"]  # offline calls leave no served records
+
+
+def test_reflector_rows_pair_table_1s_committed_runs_on_their_common_tasks() -> None:
+    """On the committed paper-scale runs: each row's success is its run's, and each pair's discordant counts
+    give the difference of the two rates (the McNemar cells)."""
+    from workbench.eval.run_folder import read_episodes
+    from workbench.studies.llm_stages import reflector_rows
+
+    root = Path(__file__).parents[2] / "runs/full-bfloat16/04_agmr/smollm2-135m-alfworld-v2"
+    runs = [("traj", str(root / "traj")), ("agmr", str(root / "agmr")), ("agmr-no-agr", str(root / "agmr-no-agr"))]
+    t = reflector_rows(runs)
+    assert list(t.index) == ["traj", "agmr", "agmr-no-agr"] and set(t["episodes"]) == {134}
+    for name, folder in runs:
+        eps = read_episodes(folder)
+        assert t.loc[name, "success %"] == pytest.approx(100 * sum(e.success for e in eps) / len(eps))
+    for a, b in (("agmr", "traj"), ("agmr-no-agr", "traj"), ("agmr-no-agr", "agmr")):
+        diff = t.loc[a, f"won only here vs {b}"] - t.loc[a, f"won only by {b}"]
+        assert t.loc[a, "success %"] - t.loc[b, "success %"] == pytest.approx(100 * diff / 134)
+        assert 0 < t.loc[a, f"p vs {b}"] <= 1

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
@@ -23,7 +23,7 @@ from workbench.memory.task_info import game_key
 from workbench.memory.trajectory import MemoryEntry, Step, Trajectory
 from workbench.registry import Registry
 
-__all__ = ["MemoryBlock", "MemoryPolicy", "replay", "replay_at", "NoMemory", "FixedICL", "RetrievedTrajectory", "FixedEntry", "OtherTypeTrajectory", "RandomSameType", "register_policy", "get_policy", "policy_options", "list_policies",
+__all__ = ["MemoryBlock", "MemoryPolicy", "replay", "replay_at", "NoMemory", "FixedICL", "RetrievedTrajectory", "FixedEntry", "OtherTypeTrajectory", "RandomSameType", "register_policy", "get_policy", "policy_options", "predated_options", "list_policies",
            "build_policy", "POLICIES", "PolicyOptions", "MemoryBaseOptions", "RetrievedOptions"]
 
 
@@ -240,6 +240,11 @@ class PolicyOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    #: Options added after run folders of the policy were written, with the value those runs were played with: a
+    #: folder whose identity lacks the option reads as that value (e.g. the proactive agent's window, 10 before it
+    #: was an option), so ``--resume`` and adoption compare what was played, not today's default.
+    PREDATES: ClassVar[dict[str, Any]] = {}
+
 
 class MemoryBaseOptions(PolicyOptions):
     memory_base: str | None = None  # a memory base folder (e.g. one ``workbench refine`` wrote); None: the default
@@ -302,6 +307,16 @@ def policy_options(name: str) -> tuple[str, ...]:
     """The names of the options policy ``name`` takes."""
     model = POLICIES.entry(name).options
     return tuple(model.model_fields) if model is not None else ()
+
+
+def predated_options(name: str) -> dict[str, Any]:
+    """What a run of policy ``name`` recorded before each of its later options existed was played with
+    (:attr:`PolicyOptions.PREDATES`); empty for an unknown policy (its own error comes where it is built)."""
+    try:
+        model = POLICIES.entry(name).options
+    except ValueError:
+        return {}
+    return dict(getattr(model, "PREDATES", {}) or {})
 
 
 def list_policies() -> list[str]:

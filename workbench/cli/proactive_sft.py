@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 from workbench.cli._options import add_out, out_file
-from workbench.eval.run_folder import EPISODES_FILE, load_run
+from workbench.eval.run_folder import CONFIG_FILE, EPISODES_FILE, load_run, read_config
 from workbench.files import FormatError, read_jsonl_models
 from workbench.memory.trajectory import Trajectory
-from workbench.methods.proactive import export_sft
+from workbench.methods.proactive import WINDOW, export_sft
 from workbench.methods.proactive.sft import sft_examples
 
 __all__ = ["add_parser", "cmd_proactive_sft", "SFT_FILE"]
@@ -28,18 +28,24 @@ def cmd_proactive_sft(a: argparse.Namespace) -> int:
         0; errors are raised (``main`` turns them into exit status 2).
     """
     path = out_file(a.out, SFT_FILE, "proactive-sft", (".jsonl",))
-    trajs = []
+    trajs, windows = [], set()
     for run in a.runs:
         rows = Path(run) / EPISODES_FILE
         load_run(run)  # every file of the folder, strictly
+        # what its memory agent read (a folder without config.json: the default)
+        window = (read_config(run).run.window if (Path(run) / CONFIG_FILE).exists() else None) or WINDOW
         for line, traj in read_jsonl_models(rows, Trajectory, torn_ok=True) if rows.exists() else []:
             try:
-                sft_examples(traj)
+                sft_examples(traj, window)
             except (ValueError, TypeError) as e:
                 raise FormatError(rows, str(e), where=f"line {line} (task {traj.task_id})",
                                   fix="it is no episode of `workbench run --memory proactive`") from None
             trajs.append(traj)
-    print(json.dumps(export_sft(trajs, path) | {"out": str(path)}))
+            windows.add(window)
+    if len(windows) > 1:
+        raise ValueError(f"the runs' memory agents read different windows ({', '.join(map(str, sorted(windows)))} "
+                         "steps): export each window's runs to its own --out")
+    print(json.dumps(export_sft(trajs, path, windows.pop() if windows else WINDOW) | {"out": str(path)}))
     return 0
 
 

@@ -50,6 +50,7 @@ def cmd_run(a: argparse.Namespace) -> int:
         teacher_forcing_tasks=a.teacher_forcing_tasks, budget=a.budget, ablation=a.ablation,
         backend=a.backend, backend_args=tuple(a.backend_arg or ()), interval=a.interval,
         triggers=tuple(a.trigger or ()), record_admissible=a.record_admissible, memory_base=a.memory_base,
+        window=a.window,
     )
     with folder_lock(cfg.out):  # a second `run` on this folder refuses at once, naming this process
         if a.adopt_from:
@@ -87,6 +88,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--interval", type=int, help="the proactive memory agent runs every K steps (default 1)")
     r.add_argument("--trigger", action="append", choices=EVENTS,
                    help="an extra trigger of the memory agent (repeatable)")
+    r.add_argument("--window", type=int, help="how many recent steps the proactive memory agent reads (default 8, "
+                   "the authors' public configuration; the committed paper-scale runs used 10)")
     add_model(r)
     add_retriever(r)
     r.add_argument("--memory-base", metavar="DIR", help="the memory base icl / traj / awm / dc-rs read (e.g. one "

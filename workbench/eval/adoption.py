@@ -131,7 +131,7 @@ def adopt(cfg: RunConfig, source: str | Path) -> tuple[list[str], bool]:
 # what may differ between a run and the one it adopts same-memory episodes from: the memory policy and its own
 # parameters (an episode depends on them only through the memory the policy puts in the prompts)
 SAME_MEMORY_MAY_DIFFER = ("memory", "memory_base", "budget", "ablation", "retriever", "backend", "backend_args",
-                          "interval", "triggers")
+                          "interval", "triggers", "window")
 
 
 def _block_key(block) -> tuple:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from workbench.agents.loop import check_decode
-from workbench.agents.policy import POLICIES, build_policy, policy_options
+from workbench.agents.policy import POLICIES, build_policy, policy_options, predated_options
 from workbench.envs.alfworld import load_alfworld_tasks
 from workbench.envs.base import Task
 from workbench.envs.selection import NO_TASKS, parse_task_slice
@@ -24,7 +24,7 @@ MAX_SEED = 2**32 - 1
 
 
 #: RunConfig fields that are memory-policy options (validated by the policy's own options model)
-OPTION_FIELDS = ("budget", "ablation", "backend", "backend_args", "interval", "triggers", "memory_base")
+OPTION_FIELDS = ("budget", "ablation", "backend", "backend_args", "interval", "triggers", "memory_base", "window")
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,8 @@ class RunConfig:
         record_admissible: keep every step's admissible commands in the episode records (on-policy data).
         memory_base: the memory base folder icl / traj / awm read (e.g. one ``workbench refine`` wrote); None: the
             default base (valid_train expert trajectories).
+        window: how many recent steps the proactive memory agent reads (8 when not given: the authors' public
+            configuration; run folders written before it was an option were played with 10).
     """
 
     out: str
@@ -80,6 +82,7 @@ class RunConfig:
     triggers: tuple[str, ...] = ()
     record_admissible: bool = False
     memory_base: str | None = None
+    window: int | None = None
 
     @property
     def tf_tasks(self) -> str:
@@ -149,7 +152,7 @@ class RunConfig:
     def policy_key(self) -> tuple:
         """What a policy built for this run depends on (a worker reuses one policy per key)."""
         return (self.memory, self.retriever, self.budget, self.ablation, self.backend, self.backend_args,
-                self.interval, self.triggers, self.memory_base)
+                self.interval, self.triggers, self.window, self.memory_base)
 
     @property
     def method(self) -> str:
@@ -198,6 +201,16 @@ class RunIdentity(BaseModel):
     triggers: list[str] = []
     record_admissible: bool = False
     memory_base: str | None = None
+    window: int | None = Field(None, ge=1, le=MAX_STEPS)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _predated(cls, data: Any) -> Any:
+        """An option the folder predates reads as the value it was played with (``PolicyOptions.PREDATES``)."""
+        if isinstance(data, dict) and isinstance(memory := data.get("memory", "traj"), str):
+            missing = {k: v for k, v in predated_options(memory).items() if k not in data}
+            return data | missing if missing else data
+        return data
 
 
 assert set(RunIdentity.model_fields) == {f.name for f in fields(RunConfig)} - {"out"}, "RunIdentity != RunConfig"

@@ -86,7 +86,8 @@ _TASK_TYPES = tuple(TASK_TYPE_PREFIXES.values())
 _CHOICES = {"dtype": DTYPES, "retriever": _RETRIEVERS, "decode": DECODES, "env": ("alfworld",)}
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+=-]*$")
 # integer fields: their bounds (a step limit of 1e30, a seed past 32 bits, is a typo, not a setting)
-_INTS = {"max_steps": (1, 1000), "seed": (0, 2**32 - 1), "budget": (1, 1_000_000), "interval": (1, 1000)}
+_INTS = {"max_steps": (1, 1000), "seed": (0, 2**32 - 1), "budget": (1, 1_000_000), "interval": (1, 1000),
+         "window": (1, 1000)}
 _BOOLS = ("teacher_forcing", "record_admissible")
 _LISTS = {"task_types": "task types", "backend_args": "KEY=VALUE strings", "triggers": "trigger events"}
 _SLICES = ("tasks", "teacher_forcing_tasks")

@@ -91,8 +91,9 @@ PROFILES: dict[str, dict[str, dict]] = {
         "05_arbiter": {"tasks": "all", "max_steps": 50, "workers": 2, "attention_tasks": "0:134:7",
                        "switch_tasks": "0:134:7", "steps_per_task": 6, "verbatim_tasks": "0:134:7",
                        "sensitivity_tasks": "0:134:4"},
+        # the committed paper-scale runs read a 10-step window (before the authors' 8 became the default)
         "06_proactive": {"tasks": "all", "max_steps": 50, "workers": 2, "attention_tasks": "0:134:7",
-                         "verbatim_tasks": "0:134:7", "warning_tasks": "0:134:2"},
+                         "verbatim_tasks": "0:134:7", "warning_tasks": "0:134:2", "window": 10},
         "07_live": {"steps": 6, "agmr_max_steps": 50, "agmr_attempts": 3, "parity_runs": LIVE_PARITY_RUNS,
                     "parity_states": 50},
     },

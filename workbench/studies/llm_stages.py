@@ -34,7 +34,7 @@ from workbench.methods.agmr.stage_types import (
     ReflectorInput,
 )
 
-__all__ = ["FAILURE_PATTERNS", "StagePayload", "StageRuns", "latest", "refinement_calls", "run_calls", "reply_table",
+__all__ = ["TABLE1_REFLECTOR_ROWS", "reflector_rows", "FAILURE_PATTERNS", "StagePayload", "StageRuns", "latest", "refinement_calls", "run_calls", "reply_table",
            "replay_payloads", "replay", "judge_payloads", "judge", "agreement", "cohen_kappa", "served_calls",
            "outcomes_table", "outcomes_beside", "judge_tables", "reflector_table", "stage_runs", "stage_pages"]
 
@@ -276,6 +276,8 @@ class StageRuns:
         replay, judge: the ``workbench llm-stages replay`` / ``judge`` records.
         runs: method -> (served run folder, the offline run of the same parameters on a superset of its tasks).
         oracle / plan_free: the refinements of the same base with the reflector shown the expert plan and without.
+        table1: condition -> the valid_unseen run of Table 1 it names (``traj``, ``agmr`` over the oracle's base,
+            ``agmr-plan-free`` over the plan-free one), for :func:`reflector_rows`.
     """
 
     model: str
@@ -286,6 +288,7 @@ class StageRuns:
     runs: tuple[tuple[str, str, str], ...] = ()
     oracle: str | None = None
     plan_free: str | None = None
+    table1: tuple[tuple[str, str], ...] = ()
 
 
 def _present(path: str | None) -> bool:
@@ -384,7 +387,38 @@ def stage_runs(runs_dir: str | Path, model: str, served: str) -> StageRuns:
                str(r / "05_arbiter" / model / "arbiter-500")),
               ("proactive", str(r / "06_proactive" / model / "llm-stages" / f"proactive-llama-{served}"),
                str(r / "06_proactive" / model / "proactive"))),
-        oracle=str(a / "bases" / "agmr"), plan_free=str(a / "bases" / "agmr-plan-free"))
+        oracle=str(a / "bases" / "agmr"), plan_free=str(a / "bases" / "agmr-plan-free"),
+        table1=tuple((c, str(a / c)) for c in TABLE1_REFLECTOR_ROWS))
+
+
+#: Table 1's rows the reflector comparison reads: Traj (the unrefined base), AGMR over the base the oracle reflector
+#: refined, AGMR over the plan-free one (``04_agmr/<model>/<condition>``).
+TABLE1_REFLECTOR_ROWS = ("traj", "agmr", "agmr-plan-free")
+
+
+def reflector_rows(runs: Sequence[tuple[str, str]]) -> Any:
+    """Table 1's rows over each reflector's base on the tasks every run has played: success, and each refined row
+    paired with Traj and the two refined rows with each other (exact McNemar)."""
+    import pandas as pd
+
+    from workbench.eval.compare import paired_outcomes
+
+    won = {name: {t.task_id: bool(t.success) for t in read_episodes(folder)} for name, folder in runs}
+    common = set.intersection(*(set(w) for w in won.values())) if won else set()
+    won = {name: {k: v for k, v in w.items() if k in common} for name, w in won.items()}
+    names = list(won)
+    rows = {}
+    for name in names:
+        row = {"episodes": len(won[name]), "success %": 100 * sum(won[name].values()) / max(1, len(won[name]))}
+        for other in names[:names.index(name)]:
+            p = paired_outcomes(won[name], won[other])
+            row[f"won only here vs {other}"] = p["only_a"]
+            row[f"won only by {other}"] = p["only_b"]
+            row[f"p vs {other}"] = p["p_mcnemar"]
+        rows[name] = row
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    table.index.name = "condition"
+    return table
 
 
 def stage_pages(s: StageRuns) -> list[tuple[str, Any, str]]:
@@ -437,4 +471,14 @@ def stage_pages(s: StageRuns) -> list[tuple[str, Any, str]]:
             "reflector shown each task's expert plan (the oracle every committed base used) and with the paper's "
             "reflector, which sees m* and tau only (the memory's own actions as its reference): outcomes, commits, and "
             "the commits both made (same task, same entry).")))
+    present = [(c, f) for c, f in s.table1 if _present(f) and _present(str(Path(f) / "trajectories.jsonl"))]
+    if len(present) == len(s.table1) == 3:
+        t = reflector_rows(present)
+        pages.append(("agmr_reflector_table1", t, (
+            f"Table 1's AGMR row over each reflector's refined base, on the {int(t['episodes'].iloc[0])} valid_unseen "
+            "tasks all three runs played (agent, dtype and step limit of Table 1): `traj` is the unrefined base, `agmr` "
+            "the base refined with the oracle reflector (the committed Table 1 row), `agmr-plan-free` the base refined "
+            "with the paper's reflector (m*, tau only); `won only ...` count the discordant tasks of each pair, `p` is "
+            "the exact McNemar test. Where a base shows a task the same memory as the unrefined one, its episode is "
+            "Traj's (adopted).")))
     return pages

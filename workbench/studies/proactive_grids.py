@@ -21,13 +21,15 @@ SILENT_UNTIL_SPOKEN = ("proactive", "proactive-advisor")
 
 def proactive_configs(model: str, split: str, tasks: str, max_steps: int, root: str | Path,
                       variants: Sequence[str] | None = None, baselines: Sequence[str] = ("none",), interval: int = 1,
-                      triggers: Sequence[str] = (), dtype: str = "float32", backend: str | None = None) -> list:
-    """One run per baseline (``none``: the action agent alone) and per variant (default: all five)."""
+                      triggers: Sequence[str] = (), dtype: str = "float32", backend: str | None = None,
+                      window: int | None = None) -> list:
+    """One run per baseline (``none``: the action agent alone) and per variant (default: all five); ``window``:
+    the memory agent's (None: the method's default, 8)."""
     out = Path(root) / model
     common = dict(split=split, tasks=tasks, model=model, max_steps=max_steps, dtype=dtype, teacher_forcing=False)
     cfgs = [RunConfig(out=str(out / b), memory=b, **common) for b in baselines]
     for v in variants or list_variants():
-        cfgs.append(RunConfig(out=str(out / v), memory=v, interval=interval, triggers=tuple(triggers),
+        cfgs.append(RunConfig(out=str(out / v), memory=v, interval=interval, triggers=tuple(triggers), window=window,
                               **({"backend": backend} if backend else {}), **common))
     return cfgs
 
@@ -38,7 +40,7 @@ VERBATIM = "verbatim"
 
 def verbatim_configs(model: str, split: str, tasks: str, max_steps: int, root: str | Path,
                      variants: Sequence[str] = ("proactive",), interval: int = 1, triggers: Sequence[str] = (),
-                     dtype: str = "float32", backend: str | None = None) -> list:
+                     dtype: str = "float32", backend: str | None = None, window: int | None = None) -> list:
     """The action agent alone and the method with the actions written by the model and executed as written
     (``decode="generate-verbatim"``), in folders ``<condition>-verbatim``.
 
@@ -51,7 +53,7 @@ def verbatim_configs(model: str, split: str, tasks: str, max_steps: int, root: s
 
     return [replace(c, out=f"{c.out}-{VERBATIM}", decode="generate-verbatim")
             for c in proactive_configs(model, split, tasks, max_steps, root, variants=variants, interval=interval,
-                                       triggers=triggers, dtype=dtype, backend=backend)]
+                                       triggers=triggers, dtype=dtype, backend=backend, window=window)]
 
 
 def silent_pairs(cfgs: Sequence) -> list[tuple]:

@@ -46,6 +46,7 @@ class ProactiveSetting:
     backend: str | None = None
     interval: int = 1
     triggers: tuple[str, ...] = ()
+    window: int | None = None  # None: not said (a setting made before the window was an option)
 
     @property
     def command(self) -> str:
@@ -54,7 +55,8 @@ class ProactiveSetting:
     @property
     def trigger_text(self) -> str:
         return (f"memory agent on `{self.backend or 'offline-alfworld'}`, triggered at step 0 and every "
-                f"{self.interval} step(s){' and on ' + ', '.join(self.triggers) if self.triggers else ''}")
+                f"{self.interval} step(s){' and on ' + ', '.join(self.triggers) if self.triggers else ''}"
+                + (f", reading the last {self.window} steps" if self.window else ""))
 
 
 def conditions_page(runs: Mapping[str, tuple], setting: ProactiveSetting) -> TablePage:

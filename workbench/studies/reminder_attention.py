@@ -15,6 +15,7 @@ from workbench.eval.config import RunConfig, policy_for, select_tasks
 from workbench.eval.task_cache import TaskCache, analysis_key
 from workbench.memory.trajectory import Trajectory
 from workbench.prompts.layout import BuiltPrompt
+from workbench.studies.reminder_quote import window_key
 
 __all__ = ["reminder_attention"]
 
@@ -40,7 +41,8 @@ def _placebo_row(agent, heads, state: State, played: BuiltPrompt) -> dict:
 
 
 def reminder_attention(lm, heads, split: str, tasks: str, variant: str = "proactive", max_steps: int = 50,
-                       placebo: bool = True, cache_dir: str | Path | None = None) -> tuple[dict, list]:
+                       placebo: bool = True, cache_dir: str | Path | None = None,
+                       window: int | None = None) -> tuple[dict, list]:
     """Do the retrieval heads read the reminder, and more than its place in the prompt explains? While ``variant``
     plays ``tasks`` with the heads captured: the reminder span's per-token attention u_token (1 = an average
     prompt token) at every reminder step; with ``placebo``, the same state re-scored with the reminder's words
@@ -48,7 +50,7 @@ def reminder_attention(lm, heads, split: str, tasks: str, variant: str = "proact
     the memory agent replayed to the step: :func:`~workbench.agents.rescore.states_at`): the placebo span's
     u_token is the position-and-length control (a reminder sits right before the action, where recency alone
     draws attention), and the choice and distribution with the reminder against the placebo's say what its
-    content did.
+    content did. ``window``: the memory agent's (None: the method's default).
 
     Returns:
         ``(summary, trajectories)``: ``summary`` has ``steps`` (reminder steps), ``mean_u_token``,
@@ -58,9 +60,10 @@ def reminder_attention(lm, heads, split: str, tasks: str, variant: str = "proact
         per reminder step, with the task id). Each task's rows and episode are kept in ``cache_dir`` as it finishes
         (:class:`~workbench.eval.task_cache.TaskCache`: a render resumes; None keeps nothing).
     """
-    cfg = RunConfig(out="-", split=split, tasks=tasks, memory=variant)
+    cfg = RunConfig(out="-", split=split, tasks=tasks, memory=variant, window=window)
     cache = TaskCache(cache_dir, f"reminder_attention-{variant}", analysis_key(
-        lm, heads=[list(h) for h in heads], split=split, variant=variant, max_steps=max_steps, placebo=placebo))
+        lm, heads=[list(h) for h in heads], split=split, variant=variant, max_steps=max_steps, placebo=placebo,
+        **window_key(cfg.window)))
     agent, env = None, None
     rows, trajs = [], []
     try:

@@ -14,9 +14,10 @@ from workbench.eval.behaviour import failures
 from workbench.eval.config import policy_for, select_tasks
 from workbench.eval.task_cache import TaskCache, analysis_key, rows_per_episode
 from workbench.models.generation import PrefixGenerator
+from workbench.methods.proactive import LEGACY_WINDOW
 from workbench.studies.failure_ablation import UNQUOTED
 
-__all__ = ["REMINDER_ABLATIONS", "reminder_quote_ablation", "summarize_reminder_quote"]
+__all__ = ["REMINDER_ABLATIONS", "reminder_quote_ablation", "summarize_reminder_quote", "window_key"]
 
 
 #: How the reminder at a state after a failed command is shown in :func:`reminder_quote_ablation`.
@@ -28,7 +29,13 @@ def _reminder_cache(cache_dir, name: str, lm, cfg, **params):
     that decides its reminders, plus ``params``."""
     return TaskCache(cache_dir, name, analysis_key(
         lm, memory=cfg.memory, decode=cfg.decode, split=cfg.split, interval=cfg.interval,
-        triggers=list(cfg.triggers), backend=cfg.backend, placebo=PLACEBO_TEXT, **params))
+        triggers=list(cfg.triggers), backend=cfg.backend, placebo=PLACEBO_TEXT, **window_key(cfg.window), **params))
+
+
+def window_key(window: int | None) -> dict:
+    """The memory agent's window as a cache key part: none for the 10 every cache was played with before the
+    window was an option (so those caches stay valid), ``{"window": w}`` otherwise."""
+    return {} if window in (None, LEGACY_WINDOW) else {"window": window}
 
 
 def _placebo(prompt, block, tokenizer):

@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from workbench.agents.policy import build_policy
+from workbench.agents.policy import build_policy, predated_options
 from workbench.envs.base import Task
 from workbench.memory.trajectory import Trajectory
 from workbench.training.data import _stable_seed
@@ -80,8 +80,11 @@ class LayoutSampler:
 
 
 def layout_policy(layout: Layout):
-    """A fresh memory policy for ``layout`` (the same construction as ``workbench run``)."""
-    return build_policy(layout.memory, budget=layout.budget, ablation=layout.ablation)
+    """A fresh memory policy for ``layout`` (the same construction as ``workbench run``), with the options agent
+    v2 was trained under: an option added since (the proactive memory agent's window, 10 then, 8 now by default)
+    at the value it predates (``PolicyOptions.PREDATES``), so training data and its fingerprint stay as trained."""
+    return build_policy(layout.memory, budget=layout.budget, ablation=layout.ablation,
+                        **predated_options(layout.memory))
 
 
 def task_of(traj: Trajectory) -> Task:

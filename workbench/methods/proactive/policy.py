@@ -40,9 +40,14 @@ from workbench.methods.proactive.stage_types import BankView, ProactiveInput
 from workbench.methods.proactive.triggers import Trigger
 from workbench.methods.proactive.variants import get_variant
 
-__all__ = ["ProactivePolicy", "WINDOW"]
+__all__ = ["ProactivePolicy", "WINDOW", "LEGACY_WINDOW"]
 
-WINDOW = 10  # steps of recent trajectory the memory agent reads
+#: Steps of recent trajectory the memory agent reads: the authors' public configuration
+#: (yifannnwu/proactive-memory-agent, ``sliding_window_size: 8`` in configs/memory_terminalbench.yaml and the default
+#: of src/memory_agent/config.py; the paper gives no number).
+WINDOW = 8
+#: What runs recorded before the window was an option were played with (ours, before issue 47 set the authors' 8).
+LEGACY_WINDOW = 10
 
 
 

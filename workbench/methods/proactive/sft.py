@@ -106,9 +106,10 @@ def sft_examples(traj: Trajectory, window: int = WINDOW) -> list[dict]:
     return out
 
 
-def export_sft(trajs: Iterable[Trajectory], path: str | Path) -> dict:
-    """Write every episode's examples to ``path`` (JSONL, atomic); returns counts by phase."""
-    rows = [ex for t in trajs for ex in sft_examples(t)]
+def export_sft(trajs: Iterable[Trajectory], path: str | Path, window: int = WINDOW) -> dict:
+    """Write every episode's examples to ``path`` (JSONL, atomic); returns counts by phase. ``window``: the one
+    the episodes were played with (the run's ``window``), so the prompts are those the memory agent read."""
+    rows = [ex for t in trajs for ex in sft_examples(t, window)]
     atomic_write_text(path, "".join(json.dumps(r) + "\n" for r in rows))
     return {"examples": len(rows), "phase_1": sum(r["phase"] == 1 for r in rows),
             "phase_2": sum(r["phase"] == 2 for r in rows), "silent": sum(r["phase"] == 2 and
