@@ -4,6 +4,7 @@ refinement, and the ledgers of arbiter and proactive episodes played with a (scr
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -133,7 +134,8 @@ def test_the_report_pages_of_a_measurement_with_only_a_refinement(tmp_path) -> N
     assert t.loc[("agmr (refinement)", 1, "committed"), "served"] == t.loc[("agmr (refinement)", 1, "committed"),
                                                                           "offline"] == 1
     names = [n for n, _, _ in stage_pages(s)]
-    assert names == ["llm_stage_outcomes", "agmr_reflector_oracle_share"]  # offline calls leave no served records
+    # offline calls leave no served records; no Table 1 runs, no Table 1 page
+    assert names == ["llm_stage_outcomes", "agmr_reflector_oracle_share", "agmr_reflector_foreign_objects"]
 
 
 def test_reflector_rows_pair_table_1s_committed_runs_on_their_common_tasks() -> None:
@@ -153,3 +155,28 @@ def test_reflector_rows_pair_table_1s_committed_runs_on_their_common_tasks() -> 
         diff = t.loc[a, f"won only here vs {b}"] - t.loc[a, f"won only by {b}"]
         assert t.loc[a, "success %"] - t.loc[b, "success %"] == pytest.approx(100 * diff / 134)
         assert 0 < t.loc[a, f"p vs {b}"] <= 1
+
+
+def test_foreign_objects_of_the_committed_bases_are_absent_from_their_entries_rooms() -> None:
+    """Every commit is counted once, and an object counted as foreign is named nowhere in the entry's first
+    version (read independently, as plain text) and somewhere in the refinement task's expert trajectory."""
+    from workbench.envs.memory_base import expert_trajectories_for
+    from workbench.memory.base import MemoryBase
+    from workbench.studies.llm_stages import foreign_objects
+
+    root = Path(__file__).parents[2] / "runs/full-bfloat16/04_agmr/smollm2-135m-alfworld-v2/bases"
+    experts = {t.task_id: t for t in expert_trajectories_for("valid_seen")}
+    for name in ("agmr", "agmr-plan-free"):
+        mb = MemoryBase(root / name)
+        commits = sum(1 for e in mb.entries() for r in mb.history(e.entry_id)[1:]
+                      if (r.provenance or {}).get("refinement_task"))
+        d = foreign_objects(root / name)
+        assert d["commits"] == commits > 0
+        assert d["from the task's room"] <= d["with foreign objects"] <= d["commits"]
+        assert d["room objects"] >= len(d["examples"]) > 0
+        for ex in d["examples"]:
+            first = mb.history(ex["entry"])[0].entry.model_dump_json().lower()
+            room = experts[ex["refinement_task"]].model_dump_json().lower()
+            for obj in ex["objects added"]:
+                assert re.search(rf"\b{obj}\b", first) is None
+                assert obj in room

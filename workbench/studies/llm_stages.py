@@ -14,6 +14,7 @@ Three readers and two experiments, all over files the runs already wrote:
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -36,7 +37,7 @@ from workbench.methods.agmr.stage_types import (
 
 __all__ = ["TABLE1_REFLECTOR_ROWS", "reflector_rows", "FAILURE_PATTERNS", "StagePayload", "StageRuns", "latest", "refinement_calls", "run_calls", "reply_table",
            "replay_payloads", "replay", "judge_payloads", "judge", "agreement", "cohen_kappa", "served_calls",
-           "outcomes_table", "outcomes_beside", "judge_tables", "reflector_table", "stage_runs", "stage_pages"]
+           "outcomes_table", "outcomes_beside", "judge_tables", "reflector_table", "foreign_objects", "stage_runs", "stage_pages"]
 
 FAILURE_PATTERNS = ("attended_but_wrong", "missed_relevant", "distracted_by_irrelevant")
 
@@ -371,6 +372,58 @@ def reflector_table(oracle: str | Path, plan_free: str | Path) -> Any:
     return table
 
 
+_OBJECT = re.compile(r"\b([a-z]+) (\d+)\b")
+
+
+def _objects(text: str) -> set[str]:
+    """The numbered object names a text mentions (``drawer 3``, ``egg 3``)."""
+    return {f"{a} {b}" for a, b in _OBJECT.findall(text.lower())}
+
+
+def _entry_text(entry) -> str:
+    return " ".join([entry.initial_observation, entry.goal] + [f"{s.observation} {s.thought or ''} {s.action}"
+                                                                for s in entry.segments])
+
+
+def foreign_objects(base: str | Path, split: str = "valid_seen") -> dict:
+    """Do a refinement's committed edits carry the refinement task's objects into entries about other rooms? For
+    every commit of base ``base``: the numbered objects its edit adds that the entry's unedited version never names
+    (``foreign``: not in the entry's room), and of those the ones the refinement task's room names (its expert
+    trajectory: the room's first description, observations and actions): an oracle reflector that reads the plan
+    can copy them; one that reads m* and tau only has them from tau, the same room.
+
+    Returns ``commits``, ``with foreign objects``, ``from the task's room`` (commits adding an object the entry's
+    room lacks and the refinement task's room has), ``foreign objects`` and ``room objects`` (counts over all
+    commits) and ``examples`` (up to 5: entry, refinement task, the objects added from the task's room)."""
+    from workbench.envs.memory_base import expert_trajectories_for
+    from workbench.memory.base import MemoryBase
+
+    mb = MemoryBase(base)
+    rooms = {t.task_id: _objects(" ".join([t.initial_observation] + [f"{st.observation} {st.action}"
+                                                                     for st in t.steps]))
+             for t in expert_trajectories_for(split)}
+    out: dict[str, Any] = {"commits": 0, "with foreign objects": 0, "from the task's room": 0, "foreign objects": 0,
+                           "room objects": 0, "examples": []}
+    for entry in mb.entries():
+        versions = mb.history(entry.entry_id)
+        original = _objects(_entry_text(versions[0].entry))
+        for prev, rec in zip(versions, versions[1:]):
+            task = (rec.provenance or {}).get("refinement_task")
+            if not task:
+                continue
+            foreign = _objects(_entry_text(rec.entry)) - _objects(_entry_text(prev.entry)) - original
+            from_room = foreign & rooms.get(task, set())
+            out["commits"] += 1
+            out["with foreign objects"] += bool(foreign)
+            out["from the task's room"] += bool(from_room)
+            out["foreign objects"] += len(foreign)
+            out["room objects"] += len(from_room)
+            if from_room and len(out["examples"]) < 5:
+                out["examples"].append({"entry": entry.entry_id, "refinement_task": task,
+                                        "objects added": sorted(from_room)})
+    return out
+
+
 def stage_runs(runs_dir: str | Path, model: str, served: str) -> StageRuns:
     """The measurement's conventional layout under a runs folder (``make`` and the scripts beside the runs write it):
     ``04_agmr/<model>/llm-stages/`` (``agmr-llama-<served>``, ``agmr-offline``, ``replay.jsonl``, ``judge.jsonl``),
@@ -471,6 +524,18 @@ def stage_pages(s: StageRuns) -> list[tuple[str, Any, str]]:
             "reflector shown each task's expert plan (the oracle every committed base used) and with the paper's "
             "reflector, which sees m* and tau only (the memory's own actions as its reference): outcomes, commits, and "
             "the commits both made (same task, same entry).")))
+        import pandas as pd
+
+        fo = {name: foreign_objects(base) for name, base in (("sees the expert plan (oracle)", s.oracle),
+                                                             ("m*, tau only (paper)", s.plan_free))}
+        t = pd.DataFrame.from_dict({k: {c: v for c, v in d.items() if c != "examples"} for k, d in fo.items()},
+                                   orient="index")
+        t.index.name = "reflector"
+        pages.append(("agmr_reflector_foreign_objects", t, (
+            "Do the committed edits carry the refinement task's objects into entries about other rooms? Per base: the "
+            "commits whose edit adds a numbered object (`drawer 3`) the entry's own room never names (`foreign`), and "
+            "those whose added object the refinement task's room names (its expert trajectory), where either reflector "
+            "could have read it: the oracle in the plan, the paper's in tau.")))
     present = [(c, f) for c, f in s.table1 if _present(f) and _present(str(Path(f) / "trajectories.jsonl"))]
     if len(present) == len(s.table1) == 3:
         t = reflector_rows(present)
