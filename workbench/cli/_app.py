@@ -85,6 +85,10 @@ def _use_device(args) -> None:
 
     if getattr(args, "device", None):
         set_default_device(args.device)
+    if getattr(args, "forward", None):
+        from workbench.models.scoring import set_default_forward
+
+        set_default_forward(args.forward)
     gpus = getattr(args, "gpus_per_worker", None)
     if gpus is not None:
         if gpus < 0:

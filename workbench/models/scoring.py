@@ -14,6 +14,12 @@ One bridge forward per decision step, with the KV prefix reused from the previou
 
 After the forward the cache is cropped back to the prefix. Hooks registered on the bridge see one forward
 whose query positions are the new tokens; :class:`ForwardLayout` tells them where q_t and each candidate sit.
+
+**Which forward.** A step that an instrument hooks runs through the bridge (every hook point fires). A step that
+nothing hooks runs, by default (``forward="auto"``), through the plain transformers model on the bridge's own weights
+(:func:`workbench.models.plain.plain_model`): the same eager computation without the bridge's per-module Python, the
+same scores bit for bit (tests/models/test_plain_model.py), the KV cache shared between the two. ``forward="bridge"``
+(``--forward bridge``, ``WORKBENCH_FORWARD=bridge``) sends every step through the bridge.
 """
 
 from __future__ import annotations
@@ -26,8 +32,35 @@ import torch
 from transformers import DynamicCache
 
 from workbench.models.loading import LoadedModel
+from workbench.models.plain import PlainModelError, bridge_hooked, plain_model
 
-__all__ = ["ForwardLayout", "ScoreResult", "ActionScorer", "common_prefix_len", "sliding_windows"]
+__all__ = ["ForwardLayout", "ScoreResult", "ActionScorer", "common_prefix_len", "sliding_windows", "FORWARDS",
+           "default_forward", "set_default_forward"]
+
+#: How an unhooked step runs: ``auto`` (the plain model on the bridge's weights) or ``bridge`` (always the bridge).
+FORWARDS = ("auto", "bridge")
+_FORWARD_ENV = "WORKBENCH_FORWARD"
+
+
+def default_forward() -> str:
+    """This process's forward path: ``$WORKBENCH_FORWARD`` (set by :func:`set_default_forward`, inherited by worker
+    processes) or ``auto``."""
+    import os
+
+    value = os.environ.get(_FORWARD_ENV, "auto").strip().lower() or "auto"
+    if value not in FORWARDS:
+        raise ValueError(f"{_FORWARD_ENV}={value!r}: expected one of {', '.join(FORWARDS)}")
+    return value
+
+
+def set_default_forward(forward: str) -> str:
+    """Make ``forward`` (:data:`FORWARDS`) the default of this process and of the processes it starts."""
+    import os
+
+    if forward not in FORWARDS:
+        raise ValueError(f"forward '{forward}': expected one of {', '.join(FORWARDS)}")
+    os.environ[_FORWARD_ENV] = forward
+    return forward
 
 
 @dataclass(frozen=True)
@@ -136,11 +169,19 @@ class ActionScorer:
         reuse_cache: False re-encodes the whole prompt every step (the baseline for the cost benchmark).
         end_token: text appended to each candidate (end of the assistant turn), so a candidate that is a
             prefix of another is not favoured.
+        forward: ``auto`` or ``bridge`` (module docstring); None: :func:`default_forward`.
     """
 
-    def __init__(self, lm: LoadedModel, reuse_cache: bool = True, end_token: str | None = "<|im_end|>"):
+    def __init__(self, lm: LoadedModel, reuse_cache: bool = True, end_token: str | None = "<|im_end|>",
+                 forward: str | None = None):
         self.lm = lm
         self.reuse_cache = reuse_cache
+        self.forward = forward or default_forward()
+        if self.forward not in FORWARDS:
+            raise ValueError(f"forward '{self.forward}': expected one of {', '.join(FORWARDS)}")
+        self._plain: Any = None  # built on the first unhooked step; False: this architecture has no plain path
+        self._hook_points: list | None = None
+        self.last_path = ""  # the path the last score() took: "bridge" or "plain"
         tok = lm.tokenizer
         self._end_ids: list[int] = []
         if end_token is not None and end_token in tok.get_vocab():
@@ -256,11 +297,19 @@ class ActionScorer:
             logits_to_keep=n_q - first,
         )
         inp = torch.tensor([toks], device=device)
-        if hooks:
+        plain = None if hooks else self._plain_forward()
+        if plain is not None:
+            kwargs.pop("return_type")
+            out = plain(input_ids=inp, use_cache=True, **kwargs)
+            logits, cache = out.logits, out.past_key_values
+            self.last_path = "plain"
+        elif hooks:
             with bridge.hooks(fwd_hooks=hooks):
                 logits, cache = bridge(inp, **kwargs)
+            self.last_path = "bridge"
         else:
             logits, cache = bridge(inp, **kwargs)
+            self.last_path = "bridge"
         # fp32 whatever the model's dtype: a bf16 log-softmax over the vocabulary (8-bit mantissa, ~0.03 nats at
         # log p ~ -4) would round close candidates to the same score.
         logp = torch.log_softmax(logits[0].float(), dim=-1)  # [query_pos - first, vocab]
@@ -275,6 +324,26 @@ class ActionScorer:
         self._cached = list(prefix) if self.reuse_cache else []
         best = max(range(len(scores)), key=lambda i: (scores[i], -i))
         return ScoreResult(scores=tuple(scores), best=best, layout=layout, reused_tokens=n_cached)
+
+    def _plain_forward(self) -> Any:
+        """The plain model for a step no hook reads, or None where it must go through the bridge (``forward`` is
+        ``bridge``, a hook sits on the bridge itself, or the architecture has no plain path)."""
+        if self.forward != "auto" or self._plain is False:
+            return None
+        if self._hook_points is None:
+            self._hook_points = list(getattr(self.lm.bridge, "hook_dict", {}).values())
+        if bridge_hooked(self.lm.bridge, self._hook_points):
+            return None
+        if self._plain is None:
+            try:
+                self._plain = plain_model(self.lm)
+            except PlainModelError as e:
+                import warnings
+
+                warnings.warn(f"{e}; every step goes through the bridge", stacklevel=3)
+                self._plain = False
+                return None
+        return self._plain
 
     @staticmethod
     def _mask(n_cached: int, n_new: int, node_parent: list[int], dtype: torch.dtype = torch.float32,

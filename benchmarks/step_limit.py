@@ -1,0 +1,190 @@
+"""How far an agent step is from this machine's limit, in fp32 and bf16 side by side in one run (issue 49).
+
+For each dtype, on the same teacher-forced steps (Traj memory, the default agent):
+
+* **FLOPs of the step**, counted from the model's config and the step's token counts: every new query token (the
+  prompt's uncached tail and the candidate trie's nodes) through every layer's projections and MLP, attention over
+  the rectangle the kernels compute (queries x all keys, cached and new), and the unembedding of the rows the scorer
+  keeps (q_t and the trie nodes).
+* **This core's peak** for the model's shapes: the best of repeated ``linear`` products (tokens x hidden) @
+  (hidden x intermediate) at the step's median token count, in that dtype, one thread.
+* **limit_ratio** = step time / (FLOPs / peak), summed over the steps, for each path:
+
+  - ``bridge``: the agent's step through the TransformerLens bridge (``--forward bridge``: eager attention in every
+    layer, the bridge's hook points, KV prefix reuse), what every step ran before issue 49;
+  - ``plain``: the default now (``--forward auto``) for a step no instrument hooks: the same scorer over the plain
+    transformers model on the bridge's own weights (:func:`workbench.models.plain.plain_model`);
+  - ``hf-sdpa``: the same scorer over a copy of the weights with transformers' fused
+    ``scaled_dot_product_attention`` (a candidate, measured, not used).
+
+  Each path keeps its own KV cache and its decisions are compared with the bridge's: same action, and the largest
+  score difference (a path is kept only if fp32 stays within 1e-5 and bf16 picks the same action at >= 99 % of
+  steps).
+
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/step_limit.py --json benchmarks/notes/step_limit.json
+
+Run it on an otherwise idle machine (timings are medians of interleaved arms; the ratios, not the times, carry).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import torch
+
+from workbench.agents.loop import Agent
+from workbench.agents.policy import build_policy
+from workbench.envs.memory_base import expert_trajectories_for
+from workbench.eval.config import RunConfig, select_tasks
+from workbench.models import load_model
+from workbench.models.loading import load_transformers_model
+from workbench.models.registry import DEFAULT_AGENT
+from workbench.models.scoring import ActionScorer
+
+
+
+class HFAsBridge:
+    """A plain transformers model called the way ``ActionScorer`` calls the bridge (``return_type`` dropped), so
+    the very same scoring code runs without the bridge."""
+
+    def __init__(self, hf) -> None:
+        self.hf = hf
+
+    def __call__(self, inp, return_type: str, **kwargs):
+        out = self.hf(input_ids=inp, use_cache=True, **kwargs)
+        return out.logits, out.past_key_values
+
+
+def hf_scorer(lm, attn: str, dtype: str) -> ActionScorer:
+    """An ``ActionScorer`` over an unbridged copy of ``lm``'s weights with attention implementation ``attn``."""
+    hf = load_transformers_model(lm.name, dtype=dtype)
+    hf.set_attn_implementation(attn)
+    return ActionScorer(replace(lm, bridge=HFAsBridge(hf), hf_model=hf, meta={}), forward="bridge")
+
+
+def step_flops(config, n_cached: int, n_q: int, n_logits: int) -> float:
+    """FLOPs (2 per multiply-add) of one forward of ``n_q`` new tokens over ``n_cached`` cached ones, unembedding
+    ``n_logits`` rows (module docstring)."""
+    d, n_layers = config.hidden_size, config.num_hidden_layers
+    heads = config.num_attention_heads
+    kv_heads = getattr(config, "num_key_value_heads", None) or heads
+    head_dim = getattr(config, "head_dim", None) or d // heads
+    ff = config.intermediate_size
+    per_token = d * heads * head_dim + 2 * d * kv_heads * head_dim + heads * head_dim * d + 3 * d * ff
+    attention = 2 * heads * head_dim * n_q * (n_cached + n_q)  # QK^T and AV over the computed rectangle
+    return 2.0 * (n_layers * (n_q * per_token + attention) + n_logits * d * config.vocab_size)
+
+
+def matmul_peak(config, n_tokens: int, dtype: torch.dtype, reps: int = 30) -> float:
+    """FLOP/s of the best of ``reps`` (tokens x hidden) @ (hidden x intermediate) products on this thread."""
+    x = torch.randn(n_tokens, config.hidden_size, dtype=dtype)
+    w = torch.randn(config.intermediate_size, config.hidden_size, dtype=dtype)
+    for _ in range(5):
+        torch.nn.functional.linear(x, w)
+    best = min(_timed(lambda: torch.nn.functional.linear(x, w)) for _ in range(reps))
+    return 2.0 * n_tokens * config.hidden_size * config.intermediate_size / best
+
+
+def _timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def steps_of(split: str, tasks: str, n_steps: int):
+    """The first ``n_steps`` teacher-forced states of ``tasks``: (task, expert, step index)."""
+    by_id = {t.task_id: t for t in select_tasks(RunConfig(out="", split=split, tasks=tasks))}
+    out = []
+    for e in expert_trajectories_for(split):
+        if e.task_id in by_id:
+            out += [(by_id[e.task_id], e, k) for k in range(e.n_steps)]
+    return out[:n_steps]
+
+
+@torch.no_grad()
+def measure(lm, dtype: str, states, scorers: dict[str, ActionScorer]) -> dict:
+    """Per path: step times, decisions and scores on ``states`` (arms interleaved, the order rotating)."""
+    agent = Agent.from_model(lm)  # its prompt builder
+    scorers = {"bridge": ActionScorer(lm, forward="bridge"), "plain": ActionScorer(lm, forward="auto")} | scorers
+    policy = build_policy("traj")
+    times = {p: [] for p in scorers}
+    best = {p: [] for p in scorers}
+    scores = {p: [] for p in scorers}
+    flops, tokens = [], []
+    current = None
+    for i, (task, expert, k) in enumerate(states):
+        if expert.task_id != current:
+            current = expert.task_id
+            for s in scorers.values():
+                s.reset()
+            policy.begin(task, expert.goal, expert.initial_observation)
+        step = expert.steps[k]
+        block = policy.memory(k, list(expert.steps[:k]))
+        prompt = agent.builder.build(expert.initial_observation, expert.goal, expert.steps[:k], memory=block.pieces,
+                                     final_observation=step.observation if k else None)
+        cands = list(expert.meta["admissible"][k])
+        names = list(scorers)
+        names = names[i % len(names):] + names[:i % len(names)]
+        for p in names:
+            t0 = time.perf_counter()
+            r = scorers[p].score(list(prompt.prefix), list(prompt.suffix), cands)
+            times[p].append(time.perf_counter() - t0)
+            best[p].append(r.best)
+            scores[p].append(r.scores)
+            if p == "bridge":
+                lay = r.layout
+                n_q = lay.query_index + 1 + sum(b - a for a, b in lay.candidate_slices)
+                flops.append(step_flops(lm.hf_model.config, lay.n_cached, n_q, n_q - lay.query_index))
+                tokens.append(n_q)
+        policy.observe(step, expert.steps[k + 1].observation if k + 1 < expert.n_steps else "")
+    return {"times": times, "best": best, "scores": scores, "flops": flops, "tokens": tokens}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default=DEFAULT_AGENT)
+    ap.add_argument("--split", default="valid_unseen")
+    ap.add_argument("--tasks", default="0:134:13", help="teacher-forced tasks whose states are timed")
+    ap.add_argument("--steps", type=int, default=100, help="states timed per dtype")
+    ap.add_argument("--dtypes", default="float32,bfloat16")
+    ap.add_argument("--json", help="also write the numbers here")
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    print(f"torch {torch.__version__}, CPU kernels: {torch.backends.cpu.get_cpu_capability()}, 1 thread")
+    states = steps_of(a.split, a.tasks, a.steps)
+    report: dict = {"args": vars(a), "cpu_capability": torch.backends.cpu.get_cpu_capability(), "dtypes": {}}
+    for dtype in a.dtypes.split(","):
+        lm = load_model(a.model, dtype=dtype)
+        scorers = {"hf-sdpa": hf_scorer(lm, "sdpa", dtype)}
+        m = measure(lm, dtype, states, scorers)
+        tdtype = next(lm.hf_model.parameters()).dtype
+        peak = matmul_peak(lm.hf_model.config, int(statistics.median(m["tokens"])), tdtype)
+        ideal = sum(m["flops"]) / peak
+        rows = {}
+        for p, ts in m["times"].items():
+            same = sum(x == y for x, y in zip(m["best"][p], m["best"]["bridge"])) / len(ts)
+            dmax = max(max(abs(x - y) for x, y in zip(s, r)) for s, r in zip(m["scores"][p], m["scores"]["bridge"]))
+            rows[p] = {"median_ms": 1e3 * statistics.median(ts), "limit_ratio": sum(ts) / ideal,
+                       "same_action": same, "max_abs_dscore": dmax}
+            print(f"{dtype:8s} {p:9s} median {rows[p]['median_ms']:6.0f} ms  limit_ratio {rows[p]['limit_ratio']:.2f}  "
+                  f"same action {same:.1%}  max |dscore| {dmax:.2e}")
+        gflop = statistics.median(m["flops"]) / 1e9
+        print(f"{dtype:8s} {len(states)} steps: median {gflop:.1f} GFLOP over {statistics.median(m['tokens']):.0f} "
+              f"query tokens; peak {peak / 1e9:.0f} GFLOP/s; ideal step {1e3 * ideal / len(states):.0f} ms")
+        report["dtypes"][dtype] = {"paths": rows, "median_gflop": gflop, "peak_gflops": peak / 1e9,
+                                   "median_query_tokens": statistics.median(m["tokens"]),
+                                   "ideal_ms": 1e3 * ideal / len(states)}
+        del lm, scorers
+    if a.json:
+        Path(a.json).write_text(json.dumps(report, indent=1))
+    print(" ".join(f"{d}:{p}={r['limit_ratio']:.2f}" for d, v in report["dtypes"].items()
+                   for p, r in v["paths"].items()))
+
+
+if __name__ == "__main__":
+    main()

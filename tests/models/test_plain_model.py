@@ -1,0 +1,148 @@
+"""The fast path of an unhooked step: the plain transformers model on the bridge's own weights (no copy) scores every
+architecture of the matrix exactly as the bridge does, shares the KV cache with it step for step, and gives way to
+the bridge wherever a hook is active."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from architectures import ARCHITECTURES, build  # noqa: E402
+
+from workbench.models.loading import wrap  # noqa: E402
+from workbench.models.plain import bridge_hooked, plain_model  # noqa: E402
+from workbench.models.scoring import ActionScorer, default_forward, set_default_forward  # noqa: E402
+
+CANDIDATES = ["go to shelf 2", "put mug 1 in/on shelf 2", "look", "go to desk 1"]
+
+
+def _steps(tok):
+    """Three prompts, each extending the last one's prefix (the cache is reused), as (prefix, suffix)."""
+    head = tok("You are in the middle of a room. You see a desk 1, a shelf 2 and a drawer 3.\n"
+               "Your task is to: put a mug in shelf.\n", add_special_tokens=False).input_ids
+    end = tok("<|im_end|>\n<|im_start|>assistant\n", add_special_tokens=False).input_ids
+    body, out = list(head), []
+    for line in ("> go to desk 1\nOn the desk 1, you see a mug 1, a pen 2 and a laptop 1.\n",
+                 "> take mug 1 from desk 1\nYou pick up the mug 1 from the desk 1.\n",
+                 "> go to shelf 2\nOn the shelf 2, you see nothing.\n"):
+        body += tok(line, add_special_tokens=False).input_ids
+        out.append((list(body), end))
+    return out
+
+
+@pytest.fixture(scope="module", params=list(ARCHITECTURES))
+def tiny(request):
+    model, _, tok = build(request.param)
+    return request.param, wrap(model, tok, name=f"tiny-{request.param}", hf_id=f"tiny/{request.param}"), tok
+
+
+def test_the_plain_path_scores_every_architecture_exactly_as_the_bridge(tiny):
+    arch, lm, tok = tiny
+    bridge, plain = ActionScorer(lm, forward="bridge"), ActionScorer(lm, forward="auto")
+    for prefix, suffix in _steps(tok):
+        a = bridge.score(prefix, suffix, CANDIDATES)
+        b = plain.score(prefix, suffix, CANDIDATES)
+        assert (bridge.last_path, plain.last_path) == ("bridge", "plain")
+        assert b.reused_tokens == a.reused_tokens
+        assert a.scores == b.scores, arch  # bit for bit on the CPU: the same eager arithmetic
+
+
+def test_the_plain_model_holds_the_bridges_tensors_not_copies(tiny):
+    _, lm, _ = tiny
+    plain = plain_model(lm)
+    assert plain is plain_model(lm)  # built once
+    bridged = {p.data_ptr() for p in lm.hf_model.parameters()}
+    assert {p.data_ptr() for p in plain.parameters()} <= bridged
+    assert not any(p.device.type == "meta" for p in [*plain.parameters(), *plain.buffers()])
+
+
+def test_hooked_and_unhooked_steps_share_one_cache(tiny):
+    """Alternating paths on one scorer (a capture every other step) gives the bridge's scores at every step."""
+    arch, lm, tok = tiny
+    ref, mixed = ActionScorer(lm, forward="bridge"), ActionScorer(lm, forward="auto")
+    seen = []
+    hook = ("blocks.0.attn.hook_pattern", lambda t, hook: seen.append(t.shape) or t)
+    for k, (prefix, suffix) in enumerate(_steps(tok)):
+        a = ref.score(prefix, suffix, CANDIDATES)
+        b = mixed.score(prefix, suffix, CANDIDATES, hooks=[hook] if k % 2 else None)
+        assert mixed.last_path == ("bridge" if k % 2 else "plain")
+        assert a.scores == b.scores, (arch, k)
+    assert len(seen) == 1  # the hook fired on the hooked step only
+
+
+def test_a_hook_left_on_the_bridge_sends_the_step_through_it():
+    model, _, tok = build("llama")
+    lm = wrap(model, tok, name="tiny-llama", hf_id="tiny/llama")
+    scorer = ActionScorer(lm)
+    prefix, suffix = _steps(tok)[0]
+    fired = []
+    hp = lm.bridge.hook_dict["blocks.1.hook_resid_post"]
+    assert not bridge_hooked(lm.bridge)
+    hp.add_hook(lambda t, hook: fired.append(1) or t)
+    try:
+        assert bridge_hooked(lm.bridge)
+        scorer.score(prefix, suffix, CANDIDATES)
+        assert scorer.last_path == "bridge" and fired == [1]
+    finally:
+        hp.remove_hooks()
+    scorer.score(prefix, suffix, CANDIDATES)
+    assert scorer.last_path == "plain" and fired == [1]
+
+
+def test_the_forward_setting_is_checked_and_inherited(monkeypatch):
+    monkeypatch.delenv("WORKBENCH_FORWARD", raising=False)
+    assert default_forward() == "auto"
+    set_default_forward("bridge")
+    assert default_forward() == "bridge"
+    model, _, tok = build("llama")
+    lm = wrap(model, tok, name="tiny-llama", hf_id="tiny/llama")
+    scorer = ActionScorer(lm)
+    scorer.score(*_steps(tok)[0], CANDIDATES)
+    assert scorer.forward == "bridge" and scorer.last_path == "bridge"
+    with pytest.raises(ValueError, match="expected one of auto, bridge"):
+        set_default_forward("fast")
+    monkeypatch.setenv("WORKBENCH_FORWARD", "fused")
+    with pytest.raises(ValueError, match="WORKBENCH_FORWARD='fused'"):
+        ActionScorer(lm)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_the_packaged_agent_decides_the_same_on_the_plain_path(dtype):
+    """SmolLM2-135M (the packaged weights) on a real prompt, several steps with the cache reused: the bridge's scores
+    bit for bit, in both dtypes."""
+    from workbench.models import load_model
+
+    lm = load_model("smollm2-135m-instruct", dtype=dtype)
+    tok = lm.tokenizer
+    bridge, plain = ActionScorer(lm, forward="bridge"), ActionScorer(lm, forward="auto")
+    for prefix, suffix in _steps(tok):
+        a, b = bridge.score(prefix, suffix, CANDIDATES), plain.score(prefix, suffix, CANDIDATES)
+        assert plain.last_path == "plain" and a.scores == b.scores
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("heads,kv_heads", [(9, 3), (4, 4), (8, 1)])
+def test_grouped_attention_is_eagers_arithmetic(dtype, heads, kv_heads):
+    """Per kv head, its query heads stacked as rows of one product: transformers' eager result bit for bit (a mask
+    wider than the keys is cut to them, as eager's callers do)."""
+    import torch
+    from transformers.models.llama.modeling_llama import eager_attention_forward
+
+    from workbench.models.plain import grouped_attention
+
+    class Attn(torch.nn.Module):
+        num_key_value_groups = heads // kv_heads
+
+    torch.manual_seed(0)
+    dt = getattr(torch, dtype)
+    q = torch.randn(1, 13, heads, 16, dtype=dt).transpose(1, 2)  # as the attention modules hand it over
+    k, v = torch.randn(1, kv_heads, 40, 16, dtype=dt), torch.randn(1, kv_heads, 40, 16, dtype=dt)
+    mask = torch.zeros(1, 1, 13, 40, dtype=dt)
+    mask[..., 30:] = torch.finfo(dt).min
+    a, _ = eager_attention_forward(Attn().eval(), q, k, v, mask, scaling=0.25)
+    b, w = grouped_attention(Attn().eval(), q, k, v, mask, scaling=0.25)
+    assert torch.equal(a, b) and w is None

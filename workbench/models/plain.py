@@ -1,0 +1,132 @@
+"""The model without the bridge, on the bridge's own weights: the fast path of a forward that nothing hooks.
+
+``TransformerBridge`` replaces every module of the transformers model it wraps with a bridge component (its hook
+points, and attention re-implemented in Python so ``hook_attn_scores`` / ``hook_pattern`` fire). A forward that no
+hook reads pays for that Python without using it. :func:`plain_model` builds the same transformers architecture on the
+meta device and points every parameter and buffer at the tensor the bridge already holds (no copy: one set of
+weights, whatever the model's size), so the forward runs transformers' own modules over the same weights, bit for bit
+the eager computation the bridge reproduces (tests/models/test_plain_model.py).
+
+:func:`bridge_hooked` says whether any hook point of the bridge has a hook (an instrument that registers its hooks
+for good, not per forward): where one has, the forward must go through the bridge.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+__all__ = ["plain_model", "bridge_hooked", "PlainModelError", "grouped_attention", "GROUPED"]
+
+_BRIDGED = "._original_component"
+
+
+class PlainModelError(RuntimeError):
+    """The bridge's weights do not cover the plain model's (an architecture the fast path cannot mirror)."""
+
+
+def _strip(name: str) -> str:
+    return name.replace(_BRIDGED, "")
+
+
+#: The attention implementation name :func:`grouped_attention` is registered under in transformers.
+GROUPED = "workbench_grouped"
+
+
+def grouped_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                      attention_mask: torch.Tensor | None, scaling: float, dropout: float = 0.0,
+                      **kwargs: Any) -> tuple[torch.Tensor, None]:
+    """Eager attention (the same products, mask, fp32 softmax and order of operations as transformers' eager
+    function) with grouped-query heads computed per key/value head: each kv head's query heads are stacked as rows
+    of one product against that head's keys, so the cache is never copied ``n_rep`` times (``repeat_kv`` copies every
+    cached key and value of every layer at every step: most of a bf16 step's memory traffic). Soft-capping and
+    sinks (Gemma 2, GPT-OSS) go to the family's own eager function. Returns no attention weights (nothing reads them
+    on this path)."""
+    if kwargs.get("softcap") is not None or kwargs.get("s_aux") is not None or getattr(module, "sinks", None) is not None:
+        import sys
+
+        family = sys.modules[type(module).__module__].eager_attention_forward
+        return family(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs)
+    b, n_heads, n, d = query.shape
+    kv_heads, n_keys = key.shape[1], key.shape[2]
+    groups = n_heads // kv_heads
+    q = query.reshape(b, kv_heads, groups * n, d)  # heads h = kv * groups + j, as repeat_kv orders them
+    weights = torch.matmul(q, key.transpose(2, 3)).view(b, n_heads, n, n_keys) * scaling
+    if attention_mask is not None:
+        weights = weights + attention_mask[:, :, :, :n_keys]
+    weights = torch.nn.functional.softmax(weights, dim=-1, dtype=torch.float32).to(query.dtype)
+    weights = torch.nn.functional.dropout(weights, p=dropout, training=module.training)
+    out = torch.matmul(weights.view(b, kv_heads, groups * n, n_keys), value).view(b, n_heads, n, -1)
+    return out.transpose(1, 2).contiguous(), None
+
+
+def _register() -> None:
+    from transformers import AttentionInterface
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
+
+    AttentionInterface.register(GROUPED, grouped_attention)
+    # the masks transformers builds where none is given (a prefill, generation) are eager's: additive, 4-D
+    ALL_MASK_ATTENTION_FUNCTIONS.register(GROUPED, ALL_MASK_ATTENTION_FUNCTIONS["eager"])
+
+
+_register()
+
+
+def plain_model(lm: Any, attn: str = GROUPED) -> Any:
+    """The transformers model of ``lm`` (a :class:`~workbench.models.loading.LoadedModel`) without the bridge:
+    the same class and config with attention implementation ``attn`` (default: :func:`grouped_attention`, eager's
+    arithmetic without copying the cache per query head), every parameter and buffer the very tensor the bridge
+    holds. Built once per model and implementation (kept in ``lm.meta``).
+
+    Raises:
+        PlainModelError: a parameter or buffer of the plain model has no tensor of the same name and shape in the
+            bridged model (the fast path is then not available; the bridge still is).
+    """
+    key = f"plain_model:{attn}"
+    if key in lm.meta:
+        return lm.meta[key]
+    hf = lm.hf_model
+    config = hf.config.__class__.from_dict(hf.config.to_dict())
+    config._attn_implementation = attn
+    tensors = {_strip(n): t for n, t in hf.named_parameters(remove_duplicate=False)}
+    tensors |= {_strip(n): t for n, t in hf.named_buffers(remove_duplicate=False)}
+    try:
+        with torch.device("meta"):
+            plain = type(hf)(config)
+    except Exception as e:  # an architecture whose class cannot be rebuilt from its config alone
+        raise PlainModelError(f"{lm.name}: {type(hf).__name__} could not be rebuilt from its config ({e})") from e
+    missing = []
+    for mod_name, module in plain.named_modules():
+        for kind in ("_parameters", "_buffers"):
+            for name, old in list(getattr(module, kind).items()):
+                if old is None:
+                    continue
+                full = f"{mod_name}.{name}" if mod_name else name
+                new = tensors.get(full)
+                if new is None or new.shape != old.shape:
+                    missing.append(full)
+                    continue
+                getattr(module, kind)[name] = new if kind == "_buffers" else torch.nn.Parameter(new, requires_grad=False)
+    if getattr(config, "tie_word_embeddings", False) and "lm_head.weight" in missing:
+        plain.lm_head.weight = plain.get_input_embeddings().weight
+        missing.remove("lm_head.weight")
+    if missing:
+        raise PlainModelError(f"{lm.name}: the bridged model has no tensor for {', '.join(missing[:5])}"
+                              f"{' ...' if len(missing) > 5 else ''}: no plain fast path for {type(hf).__name__}")
+    if getattr(hf, "generation_config", None) is not None:
+        plain.generation_config = hf.generation_config
+    plain.eval()
+    lm.meta[key] = plain
+    return plain
+
+
+_HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
+
+
+def bridge_hooked(bridge: Any, points: list | None = None) -> bool:
+    """Whether any hook point of ``bridge`` (or of ``points``, its hook points listed once by the caller: 1725 of
+    them in SmolLM2, 0.5 ms to list) holds a hook now: forward or backward, permanent ones included (a
+    ``HookPoint`` is a torch module; its hooks are the module's)."""
+    pts = points if points is not None else getattr(bridge, "hook_dict", {}).values()
+    return any(getattr(hp, d, None) for hp in pts for d in _HOOK_DICTS)
