@@ -4,8 +4,8 @@ For each dtype, on the same teacher-forced steps (Traj memory, the default agent
 
 * **FLOPs of the step**, counted from the model's config and the step's token counts: every new query token (the
   prompt's uncached tail and the candidate trie's nodes) through every layer's projections and MLP, attention over
-  the rectangle the kernels compute (queries x all keys, cached and new), and the unembedding of the rows the scorer
-  keeps (q_t and the trie nodes).
+  the rectangle the kernels compute (queries x all keys, cached and new), and the unembedding of the rows the scores
+  read (q_t and the trie's inner nodes; a leaf, a candidate's end token, predicts nothing).
 * **This core's peak** for the model's shapes: the best of repeated ``linear`` products (tokens x hidden) @
   (hidden x intermediate) at the step's median token count, in that dtype, one thread.
 * **limit_ratio** = step time / (FLOPs / peak), summed over the steps, for each path:
@@ -139,7 +139,9 @@ def measure(lm, dtype: str, states, scorers: dict[str, ActionScorer]) -> dict:
             if p == "bridge":
                 lay = r.layout
                 n_q = lay.query_index + 1 + sum(b - a for a, b in lay.candidate_slices)
-                flops.append(step_flops(lm.hf_model.config, lay.n_cached, n_q, n_q - lay.query_index))
+                # the rows whose logits the scores read: q_t and every candidate's parent nodes
+                n_rows = len({lay.query_index} | {q for path in lay.candidate_paths for q in path[:-1]})
+                flops.append(step_flops(lm.hf_model.config, lay.n_cached, n_q, n_rows))
                 tokens.append(n_q)
         policy.observe(step, expert.steps[k + 1].observation if k + 1 < expert.n_steps else "")
     return {"times": times, "best": best, "scores": scores, "flops": flops, "tokens": tokens}

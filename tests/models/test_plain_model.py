@@ -146,3 +146,30 @@ def test_grouped_attention_is_eagers_arithmetic(dtype, heads, kv_heads):
     a, _ = eager_attention_forward(Attn().eval(), q, k, v, mask, scaling=0.25)
     b, w = grouped_attention(Attn().eval(), q, k, v, mask, scaling=0.25)
     assert torch.equal(a, b) and w is None
+
+
+@pytest.mark.game
+@pytest.mark.integration
+def test_the_plain_path_replays_a_committed_bf16_run_bit_for_bit():
+    """The committed paper-scale proactive run (agent v2, bf16, played through the bridge on this CPU type): replayed
+    with no instrument, so every step takes the plain path, each recorded p(action) comes back exactly."""
+    from workbench.eval.config import RunConfig
+    from workbench.eval.run_folder import read_config, read_episodes
+    from workbench.live.session import Session, find_task
+    from workbench.models import load_model
+    from workbench.provenance import versions
+
+    folder = Path(__file__).parents[2] / "runs/full-bfloat16/06_proactive/smollm2-135m-alfworld-v2/proactive"
+    saved = read_config(folder)
+    if saved.versions.get("cpu") != versions().get("cpu"):
+        pytest.skip(f"bf16 bits depend on the CPU: played on {saved.versions.get('cpu')}, here {versions().get('cpu')}")
+    cfg = RunConfig.from_identity(str(folder), saved.run)
+    lm = load_model(cfg.model, dtype=cfg.dtype)
+    rows = []
+    for ep in read_episodes(folder)[:2]:
+        s = Session(lm, find_task(ep.task_id, (cfg.split,)), cfg.memory, options=cfg.options, dtype=cfg.dtype,
+                    retriever=cfg.retriever, max_steps=cfg.max_steps, heads=[])
+        s.recorded = ep
+        rows += s.replay(to_step=min(ep.n_steps, 12))
+        assert s.agent.scorer.last_path == "plain"
+    assert len(rows) >= 20 and all(r["p_action"] == r["recorded_p_action"] for r in rows)

@@ -284,6 +284,10 @@ class ActionScorer:
             on_layout(layout)
         bridge = self.lm.bridge
         first = len(new) - 1  # q_t: the first query whose logits matter (it predicts each candidate's first token)
+        # the rows whose logits are read: q_t and every trie node that is some candidate's parent (a leaf, each
+        # candidate's end token, predicts nothing): about half the trie, the same values row for row
+        rows = sorted({first} | {q for path in paths_q for q in path[:-1]})
+        row_of = {q: i for i, q in enumerate(rows)}
         kwargs = dict(
             return_type="logits_and_cache",
             # with sliding windows every layer keeps every key (a sliding layer's own cache drops those outside
@@ -292,9 +296,9 @@ class ActionScorer:
             past_key_values=self._cache if self._cache is not None or self._windows is None else DynamicCache(),
             attention_mask=mask,
             position_ids=torch.tensor([pos], device=device),
-            # only q_t and the trie nodes are read: the unembedding (and the log-softmax) of the new prefix tokens
-            # would be ~15 % of a full-prompt forward for nothing; the rows kept are bit-identical to a full one
-            logits_to_keep=n_q - first,
+            # only q_t and the trie's inner nodes are read: the unembedding (and the log-softmax) of the new prefix
+            # tokens and of the leaves would be work for nothing; the rows kept are bit-identical to a full one
+            logits_to_keep=torch.tensor(rows, device=device),
         )
         inp = torch.tensor([toks], device=device)
         plain = None if hooks else self._plain_forward()
@@ -312,11 +316,11 @@ class ActionScorer:
             self.last_path = "bridge"
         # fp32 whatever the model's dtype: a bf16 log-softmax over the vocabulary (8-bit mantissa, ~0.03 nats at
         # log p ~ -4) would round close candidates to the same score.
-        logp = torch.log_softmax(logits[0].float(), dim=-1)  # [query_pos - first, vocab]
+        logp = torch.log_softmax(logits[0].float(), dim=-1)  # [rows, vocab]
         scores = []
         for path, ids in zip(paths_q, cand_ids):
             prev = [first] + list(path[:-1])  # a token is predicted by its parent's output
-            lp = logp[[q - first for q in prev], ids].sum().item()
+            lp = logp[[row_of[q] for q in prev], ids].sum().item()
             scores.append(lp / len(ids))
         # Keep only the prefix in the cache: suffix and candidates are per-step scratch.
         cache.crop(len(prefix) - cache.get_seq_length())
