@@ -21,6 +21,10 @@ For each dtype, on the same teacher-forced steps (Traj memory, the default agent
   score difference (a path is kept only if fp32 stays within 1e-5 and bf16 picks the same action at >= 99 % of
   steps).
 
+Then (``--sweep-tasks``) the same episodes played by 2 Ray workers with every unhooked step through the bridge
+(``--forward bridge``) and through the plain path (the default): episodes per hour of each, timed from all workers
+ready, and whether the two wrote identical trajectories.
+
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/step_limit.py --json benchmarks/notes/step_limit.json
 
 Run it on an otherwise idle machine (timings are medians of interleaved arms; the ratios, not the times, carry).
@@ -147,6 +151,35 @@ def measure(lm, dtype: str, states, scorers: dict[str, ActionScorer]) -> dict:
     return {"times": times, "best": best, "scores": scores, "flops": flops, "tokens": tokens}
 
 
+def sweep_rates(model: str, dtype: str, tasks: str, max_steps: int, out: Path) -> dict:
+    """Episodes per hour of 2 workers on ``tasks`` with each forward path, and whether their trajectories agree."""
+    from workbench.eval.driver import drive
+    from workbench.eval.executor import RayExecutor
+    from workbench.models.scoring import set_default_forward
+
+    rates, played = {}, {}
+    for forward in ("bridge", "auto"):
+        set_default_forward(forward)  # the workers start with it in their environment
+        cfg = RunConfig(out=str(out / forward), model=model, dtype=dtype, tasks=tasks, memory="traj",
+                        max_steps=max_steps, teacher_forcing=False)
+        executor = RayExecutor(workers=2)
+        try:
+            executor.warm(cfg)
+            t0 = time.perf_counter()
+            report = drive([cfg], executor=executor, progress=False)
+            wall = time.perf_counter() - t0
+        finally:
+            executor.close()
+        rates[forward] = 3600 * report.metrics[cfg.out]["n_episodes"] / wall
+        played[forward] = {json.loads(line)["task_id"]: json.loads(line) for line in
+                           (out / forward / "trajectories.jsonl").read_text().splitlines()}
+    set_default_forward("auto")
+    same = sum(1 for k, ep in played["auto"].items()
+               if [st["action"] for st in ep["steps"]] == [st["action"] for st in played["bridge"][k]["steps"]])
+    return {"episodes_per_hour": rates, "speedup": rates["auto"] / rates["bridge"], "episodes": len(played["auto"]),
+            "same_actions": same}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default=DEFAULT_AGENT)
@@ -154,6 +187,9 @@ def main() -> None:
     ap.add_argument("--tasks", default="0:134:13", help="teacher-forced tasks whose states are timed")
     ap.add_argument("--steps", type=int, default=100, help="states timed per dtype")
     ap.add_argument("--dtypes", default="float32,bfloat16")
+    ap.add_argument("--sweep-tasks", default="0:134:17", help="episodes of the 2-worker comparison ('' skips it)")
+    ap.add_argument("--sweep-dtype", default="bfloat16")
+    ap.add_argument("--sweep-max-steps", type=int, default=20)
     ap.add_argument("--json", help="also write the numbers here")
     a = ap.parse_args()
     torch.set_num_threads(1)
@@ -182,6 +218,20 @@ def main() -> None:
                                    "median_query_tokens": statistics.median(m["tokens"]),
                                    "ideal_ms": 1e3 * ideal / len(states)}
         del lm, scorers
+    if a.sweep_tasks:
+        import shutil
+        import tempfile
+
+        tmp = Path(tempfile.mkdtemp(prefix="step-limit-"))
+        try:
+            report["sweep"] = sweep_rates(a.model, a.sweep_dtype, a.sweep_tasks, a.sweep_max_steps, tmp)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        sw = report["sweep"]
+        print(f"2 workers, {sw['episodes']} episodes ({a.sweep_tasks}, {a.sweep_dtype}, {a.sweep_max_steps} steps max): "
+              f"{sw['episodes_per_hour']['bridge']:.0f} episodes/h through the bridge, "
+              f"{sw['episodes_per_hour']['auto']:.0f} on the plain path ({sw['speedup']:.2f}x); "
+              f"the same actions in {sw['same_actions']} of {sw['episodes']} episodes")
     if a.json:
         Path(a.json).write_text(json.dumps(report, indent=1))
     print(" ".join(f"{d}:{p}={r['limit_ratio']:.2f}" for d, v in report["dtypes"].items()
