@@ -47,6 +47,6 @@ def test_a_proactive_run_recorded_before_the_window_option_reads_as_window_10_an
     folder = ROOT / "runs/full-bfloat16/06_proactive/smollm2-135m-alfworld-v2/proactive"
     saved = json.loads((folder / "config.json").read_text())["run"]
     assert "window" not in saved and read_config(folder).run.window == 10
-    with pytest.raises(ValueError, match="different parameters.*'window': \\(10, 8\\)"):
+    with pytest.raises(ValueError, match="different parameters.*'window': \\(10, 8\\).*--window 10: pass that"):
         check_resume(RunConfig(out=str(folder), **saved), resume=True)
     assert check_resume(RunConfig(out=str(folder), **saved, window=10), resume=True)

@@ -93,7 +93,8 @@ def test_a_hook_left_on_the_bridge_sends_the_step_through_it():
 
 
 def test_the_forward_setting_is_checked_and_inherited(monkeypatch):
-    monkeypatch.delenv("WORKBENCH_FORWARD", raising=False)
+    monkeypatch.setenv("WORKBENCH_FORWARD", "auto")  # recorded, so teardown restores what was there
+    monkeypatch.delenv("WORKBENCH_FORWARD")
     assert default_forward() == "auto"
     set_default_forward("bridge")
     assert default_forward() == "bridge"
@@ -173,3 +174,23 @@ def test_the_plain_path_replays_a_committed_bf16_run_bit_for_bit():
         rows += s.replay(to_step=min(ep.n_steps, 12))
         assert s.agent.scorer.last_path == "plain"
     assert len(rows) >= 20 and all(r["p_action"] == r["recorded_p_action"] for r in rows)
+
+
+def test_an_architecture_outside_the_matrix_keeps_the_bridge():
+    """GPT-2 is not in TESTED_ARCHITECTURES (the bridge's arithmetic is not checked against transformers' there), so
+    even an unhooked step goes through the bridge."""
+    import torch
+    import transformers
+
+    from architectures import tokenizer
+
+    tok = tokenizer()
+    torch.manual_seed(0)
+    cfg = transformers.GPT2Config(vocab_size=len(tok), n_embd=64, n_layer=2, n_head=4, n_positions=512,
+                                  bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
+    model = transformers.GPT2LMHeadModel(cfg).eval()
+    model.config._attn_implementation = "eager"
+    lm = wrap(model, tok, name="tiny-gpt2", hf_id="tiny/gpt2")
+    scorer = ActionScorer(lm, forward="auto")
+    scorer.score(*_steps(tok)[0], CANDIDATES)
+    assert scorer.last_path == "bridge" and scorer._plain is False

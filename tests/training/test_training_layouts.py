@@ -116,6 +116,12 @@ def test_rollout_grid_is_a_valid_sweep(tmp_path):
     assert {c.budget for c in grid.configs if c.budget} == {500, 750}
     assert grid.order == "interleaved"  # stopped early, every layout has played its share
     assert {c.dtype for c in grid.configs} == {"float32"}
+    # the proactive layouts play the window training renders them with (layout_policy), not today's default
+    from workbench.training.layouts import LAYOUTS, layout_policy
+
+    windows = {lay.memory: layout_policy(lay).window for lay in LAYOUTS if lay.memory.startswith("proactive")}
+    assert {c.memory: c.window for c in grid.configs if c.memory.startswith("proactive")} == windows
+    assert set(windows.values()) == {10}
 
 
 def test_rollout_grid_records_the_rollouts_dtype(tmp_path):

@@ -10,7 +10,7 @@ from workbench.cli._options import add_out, out_file
 from workbench.eval.run_folder import CONFIG_FILE, EPISODES_FILE, load_run, read_config
 from workbench.files import FormatError, read_jsonl_models
 from workbench.memory.trajectory import Trajectory
-from workbench.methods.proactive import WINDOW, export_sft
+from workbench.methods.proactive import LEGACY_WINDOW, WINDOW, export_sft
 from workbench.methods.proactive.sft import sft_examples
 
 __all__ = ["add_parser", "cmd_proactive_sft", "SFT_FILE"]
@@ -32,8 +32,8 @@ def cmd_proactive_sft(a: argparse.Namespace) -> int:
     for run in a.runs:
         rows = Path(run) / EPISODES_FILE
         load_run(run)  # every file of the folder, strictly
-        # what its memory agent read (a folder without config.json: the default)
-        window = (read_config(run).run.window if (Path(run) / CONFIG_FILE).exists() else None) or WINDOW
+        # what its memory agent read (a folder without config.json predates the option: 10)
+        window = (read_config(run).run.window if (Path(run) / CONFIG_FILE).exists() else LEGACY_WINDOW) or WINDOW
         for line, traj in read_jsonl_models(rows, Trajectory, torn_ok=True) if rows.exists() else []:
             try:
                 sft_examples(traj, window)

@@ -121,6 +121,9 @@ class RayExecutor:
             gpus_per_worker = 1  # Ray hides the GPUs from a worker that reserves none: --device cuda means one each
         self.threads, self.gpus_per_worker, self.max_tries = threads, gpus_per_worker, max_tries
         self.device = "cuda" if gpus_per_worker else device
+        from workbench.models.scoring import default_forward
+
+        self.forward = default_forward()  # handed to each worker: a cluster's workers do not share our environment
         self._remote = ray.remote(Worker)
         self._actors: list = []
         self._pids: dict = {}  # actor -> pid ObjectRef (asked first, so it never waits behind a job)
@@ -133,7 +136,7 @@ class RayExecutor:
     def _spawn(self):
         device_kw = {"num_gpus": self.gpus_per_worker} if self.gpus_per_worker else {}
         actor = self._remote.options(num_cpus=self.threads, max_restarts=0, max_task_retries=0, **device_kw).remote(
-            threads=self.threads, device=self.device)
+            threads=self.threads, device=self.device, forward=self.forward)
         self._pids[actor] = actor.pid.remote()
         self._actors.append(actor)
         return actor

@@ -62,11 +62,17 @@ class Worker:
             the caller's model).
         max_models: how many models to keep loaded at once.
         device: where models load (None: this process's default, ``workbench.models.device``).
+        forward: how an unhooked step runs in this process (``auto`` / ``bridge``,
+            ``workbench.models.scoring.set_default_forward``; None: this process's default).
     """
 
     def __init__(self, threads: int | None = 1, models: dict | None = None, max_models: int = 2,
-                 device: str | None = None) -> None:
+                 device: str | None = None, forward: str | None = None) -> None:
         self.device = device
+        if forward is not None:
+            from workbench.models.scoring import set_default_forward
+
+            set_default_forward(forward)
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         if threads is not None:
             import torch

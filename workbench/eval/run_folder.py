@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from workbench.agents.policy import predated_options
 from workbench.eval.config import MAX_STEPS, RunConfig, RunIdentity
 from workbench.eval.metrics import by_task_type, episode_metrics
 from workbench.files import (
@@ -170,7 +171,9 @@ def check_resume(cfg: RunConfig, resume: bool) -> set[str]:
             if rows.exists() and rows.stat().st_size:
                 raise FileExistsError(f"{out} already holds a run: pass --resume to continue it, or a new --out")
         elif diff := identity_diff(old, cfg.identity()):
-            raise ValueError(f"{cfg_path}: --resume with different parameters {diff}; use a new --out")
+            hint = "".join(f"; it was played with --{k.replace('_', '-')} {diff[k][0]}: pass that to continue it"
+                           for k in diff if k in predated_options(cfg.memory))
+            raise ValueError(f"{cfg_path}: --resume with different parameters {diff}{hint}; or use a new --out")
         if resume and (then := saved.model_adapter) and then != (now := model_adapter_hash(cfg.model)):
             raise ValueError(f"{cfg_path}: --resume, but the adapter of model {cfg.model} changed since this run "
                              f"began ({then} -> {now}: it was retrained); its episodes would mix two agents: "

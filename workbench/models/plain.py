@@ -110,7 +110,19 @@ def plain_model(lm: Any, attn: str = GROUPED) -> Any:
     """
     key = f"plain_model:{attn}"
     if key in lm.meta:
+        if isinstance(lm.meta[key], PlainModelError):
+            raise lm.meta[key]
         return lm.meta[key]
+    try:
+        plain = _build(lm, attn)
+    except PlainModelError as e:
+        lm.meta[key] = e  # one rebuild and one warning per model, not per scorer
+        raise
+    lm.meta[key] = plain
+    return plain
+
+
+def _build(lm: Any, attn: str) -> Any:
     hf = lm.hf_model
     config = hf.config.__class__.from_dict(hf.config.to_dict())
     config._attn_implementation = attn
@@ -145,7 +157,6 @@ def plain_model(lm: Any, attn: str = GROUPED) -> Any:
     if getattr(hf, "generation_config", None) is not None:
         plain.generation_config = hf.generation_config
     plain.eval()
-    lm.meta[key] = plain
     return plain
 
 

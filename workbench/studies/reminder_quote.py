@@ -14,7 +14,7 @@ from workbench.eval.behaviour import failures
 from workbench.eval.config import policy_for, select_tasks
 from workbench.eval.task_cache import TaskCache, analysis_key, rows_per_episode
 from workbench.models.generation import PrefixGenerator
-from workbench.methods.proactive import LEGACY_WINDOW
+from workbench.methods.proactive import LEGACY_WINDOW, WINDOW
 from workbench.studies.failure_ablation import UNQUOTED
 
 __all__ = ["REMINDER_ABLATIONS", "reminder_quote_ablation", "summarize_reminder_quote", "window_key"]
@@ -34,8 +34,9 @@ def _reminder_cache(cache_dir, name: str, lm, cfg, **params):
 
 def window_key(window: int | None) -> dict:
     """The memory agent's window as a cache key part: none for the 10 every cache was played with before the
-    window was an option (so those caches stay valid), ``{"window": w}`` otherwise."""
-    return {} if window in (None, LEGACY_WINDOW) else {"window": window}
+    window was an option (so those caches stay valid), ``{"window": w}`` otherwise (None: the default, 8)."""
+    w = WINDOW if window is None else window
+    return {} if w == LEGACY_WINDOW else {"window": w}
 
 
 def _placebo(prompt, block, tokenizer):

@@ -24,6 +24,7 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
+from workbench.agents.policy import predated_options
 from workbench.envs.alfworld import load_alfworld_tasks
 from workbench.envs.memory_base import expert_trajectories_for
 from workbench.envs.oracle import label_trajectory_states
@@ -124,6 +125,9 @@ def rollout_grid(path: str | Path, out: str, model: str, iteration: int, n_games
         k = own_k.get(name, default_k)
         stop = n_games if k is None or k >= len(range(j, n_games, L)) else j + L * (k - 1) + 1
         cfg = {"name": name, "memory": lay.memory, "tasks": f"{j}:{stop}:{L}"}
+        # options added since agent v2's layouts were fixed, at the value training renders them with
+        # (layout_policy): the states are visited under the prompts the expert's labels are trained on
+        cfg |= predated_options(lay.memory)
         if lay.ablation:
             cfg["ablation"] = lay.ablation
         if lay.budgeted:

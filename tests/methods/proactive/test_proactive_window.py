@@ -95,7 +95,8 @@ def test_sft_examples_render_the_window_the_run_read():
 
 
 def test_analysis_caches_keep_their_keys_at_the_window_they_were_played_with():
-    assert window_key(LEGACY_WINDOW) == {} and window_key(None) == {} and window_key(8) == {"window": 8}
+    assert window_key(LEGACY_WINDOW) == {} and window_key(8) == {"window": 8}
+    assert window_key(None) == {"window": 8}  # not given: the default, which is not what the old caches played
 
 
 def test_proactive_sft_refuses_runs_of_different_windows(tmp_path, capsys):

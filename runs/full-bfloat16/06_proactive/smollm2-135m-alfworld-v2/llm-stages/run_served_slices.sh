@@ -23,6 +23,6 @@ if [ -n "$RPID" ]; then
   kill -9 $SPID
   while kill -0 $RPID 2>/dev/null; do sleep 2; done; echo "the run (pid $RPID) ended at $(date -Is)"
 fi
-$RUN --tasks 0:134:45 --memory proactive --interval 1 --out $P --resume > $P.resume.log 2>&1; echo "resume exited with $? at $(date -Is)"
+$RUN --tasks 0:134:45 --memory proactive --interval 1 --window 10 --out $P --resume > $P.resume.log 2>&1; echo "resume exited with $? at $(date -Is)"
 env OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 .venv/bin/workbench refine --model smollm2-135m-alfworld-v2 --dtype bfloat16 --split valid_seen --tasks 0:140:28 --max-steps 50 --variant agmr --backend llama-server --base-out $L/agmr-llama-smollm2-135m-instruct --adopt-executions-from $L/agmr-offline > $L/agmr-llama.log 2>&1; echo "agmr exited with $? at $(date -Is)"
 $RUN --tasks 0:134:67 --memory arbiter --budget 500 --out $A --resume > $A.log 2>&1; echo "arbiter exited with $? at $(date -Is)"
