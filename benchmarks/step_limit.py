@@ -153,26 +153,15 @@ def measure(lm, dtype: str, states, scorers: dict[str, ActionScorer]) -> dict:
 
 def sweep_rates(model: str, dtype: str, tasks: str, max_steps: int, out: Path) -> dict:
     """Episodes per hour of 2 workers on ``tasks`` with each forward path, and whether their trajectories agree."""
-    from workbench.eval.driver import drive
-    from workbench.eval.executor import RayExecutor
+    from throughput import episodes_per_hour  # beside this script
+
     from workbench.models.scoring import set_default_forward
 
     rates, played = {}, {}
     for forward in ("bridge", "auto"):
-        set_default_forward(forward)  # the workers start with it in their environment
-        cfg = RunConfig(out=str(out / forward), model=model, dtype=dtype, tasks=tasks, memory="traj",
-                        max_steps=max_steps, teacher_forcing=False)
-        executor = RayExecutor(workers=2)
-        try:
-            executor.warm(cfg)
-            t0 = time.perf_counter()
-            report = drive([cfg], executor=executor, progress=False)
-            wall = time.perf_counter() - t0
-        finally:
-            executor.close()
-        rates[forward] = 3600 * report.metrics[cfg.out]["n_episodes"] / wall
-        played[forward] = {json.loads(line)["task_id"]: json.loads(line) for line in
-                           (out / forward / "trajectories.jsonl").read_text().splitlines()}
+        set_default_forward(forward)  # the executor hands it to its workers
+        rates[forward], rows = episodes_per_hour(model, dtype, tasks, max_steps, 2, out / forward)
+        played[forward] = {json.loads(line)["task_id"]: json.loads(line) for line in rows.decode().splitlines()}
     set_default_forward("auto")
     same = sum(1 for k, ep in played["auto"].items()
                if [st["action"] for st in ep["steps"]] == [st["action"] for st in played["bridge"][k]["steps"]])
