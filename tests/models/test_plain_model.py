@@ -194,3 +194,12 @@ def test_an_architecture_outside_the_matrix_keeps_the_bridge():
     scorer = ActionScorer(lm, forward="auto")
     scorer.score(*_steps(tok)[0], CANDIDATES)
     assert scorer.last_path == "bridge" and scorer._plain is False
+
+
+def test_a_worker_takes_the_forward_it_is_handed(monkeypatch):
+    """Ray workers on a cluster do not share the driver's environment: the executor hands them the forward."""
+    from workbench.eval.jobs import Worker
+
+    monkeypatch.setenv("WORKBENCH_FORWARD", "auto")
+    Worker(threads=None, forward="bridge")
+    assert default_forward() == "bridge"
