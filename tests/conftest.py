@@ -30,7 +30,8 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(autouse=True)
 def _markers_keep_their_promise(request, monkeypatch):
-    """Under ``make test-fast`` (``WORKBENCH_FAST=1``) a test that starts a real ALFWorld game without the ``game`` or
+    """Under ``make test-fast`` (``WORKBENCH_FAST=1``) a test that starts a real ALFWorld game (or ScienceWorld's JVM)
+    without the ``game`` or
     ``integration`` marker fails, naming the marker it needs: the fast suite's promise (no real game) is checked,
     not assumed. Games played in worker processes are not seen here; such tests carry the marker by hand."""
     if not os.environ.get("WORKBENCH_FAST") or any(request.node.get_closest_marker(m) for m in ("game", "integration")):
@@ -42,6 +43,16 @@ def _markers_keep_their_promise(request, monkeypatch):
                            "(make test-fast deselects those)")
 
     monkeypatch.setattr(alfworld.ALFWorldEnv, "_start", refuse)
+    try:
+        import scienceworld
+    except ImportError:
+        return
+
+    def refuse_jvm(*args, **kwargs):
+        raise RuntimeError(f"{request.node.nodeid} starts ScienceWorld's JVM (a real game): mark it @pytest.mark.game "
+                           "(make test-fast deselects those)")
+
+    monkeypatch.setattr(scienceworld.ScienceWorldEnv, "__init__", refuse_jvm)
 
 
 @pytest.fixture(scope="session")

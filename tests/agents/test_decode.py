@@ -13,13 +13,13 @@ from workbench.eval.sweep import GridError, load_grid
 
 
 def test_unknown_decode_is_a_clear_error(tmp_path):
-    with pytest.raises(ValueError, match="decode 'verbatim': expected one of score, generate, generate-verbatim"):
+    with pytest.raises(ValueError, match="decode 'verbatim': expected one of score, generate, generate-verbatim, constrained"):
         RunConfig(out=str(tmp_path / "r"), memory="none", decode="verbatim")
     grid = tmp_path / "g.yaml"
     grid.write_text(f"out: {tmp_path / 'o'}\nconfigurations:\n  - {{name: a, memory: none, decode: verbatim}}\n")
     with pytest.raises(GridError, match="generate-verbatim"):
         load_grid(grid)
-    assert DECODES == ("score", "generate", "generate-verbatim")
+    assert DECODES == ("score", "generate", "generate-verbatim", "constrained")
 
 
 @pytest.mark.integration

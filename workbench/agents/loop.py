@@ -20,14 +20,18 @@ from workbench.models.scoring import ActionScorer, ForwardLayout, ScoreResult
 from workbench.prompts.layout import BuiltPrompt, PromptBuilder
 from workbench.prompts.working_memory import build_working_memory_prompt
 
-__all__ = ["DECODES", "check_decode", "StepInstrument", "Agent", "Decision", "Episode", "EpisodeResult", "build_prompt"]
+__all__ = ["BEAM", "DECODES", "check_decode", "StepInstrument", "Agent", "Decision", "Episode", "EpisodeResult", "build_prompt"]
 
 # How the action model acts. ``score``: pick the admissible command of highest length-normalised likelihood (the
 # SmolLM2 default; the agent cannot write an invalid command). ``generate``: write ``Thought:/Action:``, parse the
 # action and map it to an admissible command (closest by words when no exact match). ``generate-verbatim``: write
 # it and execute the action as written, as a ReAct agent in the papers does, so ALFWorld answers an invalid
-# command "Nothing happens." (what MemArbiter's failure-response metrics, Table 5 (a), count).
-DECODES = ("score", "generate", "generate-verbatim")
+# command "Nothing happens." (what MemArbiter's failure-response metrics, Table 5 (a), count). ``constrained``:
+# write the action token by token, only ever along an admissible command (a beam of :data:`BEAM` over their token
+# trie, ranked as ``score`` ranks): for ScienceWorld's thousand valid actions a step, too many for one forward.
+DECODES = ("score", "generate", "generate-verbatim", "constrained")
+#: the beam of the ``constrained`` decode (ours; benchmarks/notes/scienceworld_decode.md measures the choice)
+BEAM = 4
 
 
 def check_decode(decode: str) -> None:
@@ -96,6 +100,7 @@ class Agent:
     decode: str = "score"
     record_admissible: bool = False
     generator: PrefixGenerator | None = None
+    beam: int = BEAM
 
     def __post_init__(self) -> None:
         check_decode(self.decode)
@@ -124,6 +129,20 @@ class Agent:
         for inst in instruments:
             inst.after_step(prompt, result)
         return result
+
+    def write(self, prompt: BuiltPrompt, admissible: list[str], instruments: list[StepInstrument] = ()):
+        """Write one of ``admissible`` (the ``constrained`` decode: :meth:`ActionScorer.write` with :data:`BEAM`);
+        the instruments watch the first forward, where q_t is."""
+        hooks: list[tuple[str, Callable]] = []
+        for inst in instruments:
+            hooks.extend(inst.hooks(prompt))
+
+        def on_layout(layout: ForwardLayout) -> None:
+            for inst in instruments:
+                inst.on_layout(layout)
+
+        return self.scorer.write(list(prompt.prefix), list(prompt.suffix), admissible, beam=self.beam,
+                                 hooks=hooks, on_layout=on_layout if instruments else None)
 
     def run(
         self,
@@ -227,7 +246,19 @@ class Episode:
             **block.record,
         }
         thought = None
-        if agent.decode != "score":
+        if agent.decode == "constrained":
+            w = agent.write(prompt, admissible, self.instruments)
+            chosen = admissible[w.best]
+            probs = dict(zip(w.scores, ActionScorer.normalise(tuple(w.scores.values()))))
+            top = sorted(probs, key=lambda i: -probs[i])[:3]
+            record.update(reused_tokens=w.reused_tokens, p_action=probs[w.best], n_finished=len(w.scores),
+                          forwards=w.forwards, top=[[admissible[i], round(probs[i], 4)] for i in top])
+            if block.reminder:  # what the reminder did: the same state written again without it
+                bare = agent.build_prompt(replace(block, reminder=None), room, goal, history, obs)
+                again = agent.write(bare, admissible)
+                record["reminder_effect"] = written_reminder_effect(block.reminder, admissible, chosen,
+                                                                    admissible[again.best])
+        elif agent.decode != "score":
             gen = agent.generator.generate(prompt.prefix, prompt.suffix, admissible)
             verbatim = agent.decode == "generate-verbatim"
             chosen, thought = (gen.parsed if verbatim else gen.action), gen.thought
@@ -275,7 +306,9 @@ class Episode:
             steps=tuple(self.history), success=self.won, source=f"agent:{self.agent.scorer.lm.name}",
             split=self.task.split,
             meta={"final_observation": self.observation, "memory_policy": self.policy.name,
-                  "memory_entry": self.memory_entry, "steps": self.records},
+                  "memory_entry": self.memory_entry, "steps": self.records,
+                  # a graded benchmark's score (ScienceWorld: 0-100); ALFWorld's is success itself
+                  **({"score": self.env.score} if getattr(self.env, "score", None) is not None else {})},
         )
 
     def result(self) -> EpisodeResult:

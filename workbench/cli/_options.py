@@ -54,7 +54,7 @@ MODEL_HELP = (f"a registered name ({DEFAULT_AGENT}: the default agent; smollm2-1
               "behaviour-cloned on expert states; smollm2-135m-instruct: the untrained model; `workbench list "
               "models`), a local HF folder, or an id in the HF cache")
 _SLICE = "a slice of the split's sorted tasks (START:STOP[:STEP], e.g. 0:20, 10:, 0:134:2; all)"
-_SUMMARY = ("n_episodes", "success_rate", "avg_steps", "memory_tokens")  # what run / merge-runs print
+_SUMMARY = ("n_episodes", "success_rate", "avg_score", "avg_steps", "memory_tokens")  # what run / merge-runs print
 
 
 def out_dir(value: str) -> str:

@@ -1,4 +1,4 @@
-"""``workbench list models|memory|backends|grids``: the names the other commands accept, from the registries."""
+"""``workbench list models|memory|backends|grids|benchmarks|task-types``: the names the other commands accept, from the registries."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import yaml
 
 import workbench
 from workbench.agents.policy import POLICIES, list_policies, policy_options
+from workbench.envs.benchmarks import BENCHMARKS, benchmark
 from workbench.llm.registry import BACKENDS, list_backends
 from workbench.models.registry import get_model_spec, list_models
 
@@ -17,7 +18,7 @@ __all__ = ["add_parser", "cmd_list", "GRIDS_DIR", "grid_files"]
 
 # the grids ship with the repository, not the package: beside the package folder in a checkout
 GRIDS_DIR = Path(workbench.__file__).resolve().parent.parent / "grids"
-LISTINGS = ("models", "memory", "backends", "grids")
+LISTINGS = ("models", "memory", "backends", "grids", "benchmarks", "task-types")
 
 
 def grid_files(folder: Path = GRIDS_DIR) -> list[Path]:
@@ -40,8 +41,18 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
-def _rows(what: str) -> list[tuple[str, str]]:
-    """(name, description) rows of one listing."""
+def _rows(what: str, env: str = "alfworld") -> list[tuple[str, str]]:
+    """(name, description) rows of one listing (``task-types``: of benchmark ``env``)."""
+    if what == "benchmarks":
+        return [(name, BENCHMARKS.entry(name).doc) for name in BENCHMARKS.names()]
+    if what == "task-types":
+        bench = benchmark(env)
+        if env.partition(":")[0] == "scienceworld":
+            from workbench.envs.scienceworld import ETO_TYPES, LONG_TYPES, STEP_LIMITS
+
+            return [(t, f"{STEP_LIMITS[t]} steps" + (" (ETO's protocol)" if t in ETO_TYPES else " (ours)")
+                     + ("; dropped by the AGMR paper (E.1)" if t in LONG_TYPES else "")) for t in bench.task_types]
+        return [(t, "") for t in bench.task_types]
     if what == "models":
         return [(name, getattr(get_model_spec(name), "description", "")) for name in list_models()]
     if what == "memory":
@@ -65,7 +76,7 @@ def cmd_list(a: argparse.Namespace) -> int:
     Returns:
         0; errors are raised (``main`` turns them into exit status 2).
     """
-    for name, description in _rows(a.what):
+    for name, description in _rows(a.what, a.env):
         print(f"{name}\t{description}" if a.long and description else name)
     return 0
 
@@ -73,7 +84,9 @@ def cmd_list(a: argparse.Namespace) -> int:
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``workbench list``."""
     ls = sub.add_parser("list", help="what a command accepts: models (--model), memory (run --memory), backends "
-                        "(--backend, --analyzer), grids (sweep GRID)")
+                        "(--backend, --analyzer), grids (sweep GRID), benchmarks (run --env), task-types "
+                        "(run --task-types, of --env)")
     ls.add_argument("what", choices=LISTINGS)
+    ls.add_argument("--env", default="alfworld", help="the benchmark whose task types to list (default alfworld)")
     ls.add_argument("-l", "--long", action="store_true", help="with each one's description, after a tab")
     ls.set_defaults(fn=cmd_list)

@@ -19,6 +19,7 @@ from workbench.cli._options import (
     add_tasks,
     print_summary,
 )
+from workbench.envs.benchmarks import default_max_steps
 from workbench.envs.normalize import TASK_TYPE_PREFIXES
 from workbench.eval.adoption import adopt
 from workbench.eval.config import RunConfig
@@ -28,6 +29,8 @@ from workbench.methods.arbiter.variants import ABLATIONS
 from workbench.methods.proactive.triggers import EVENTS
 
 __all__ = ["add_parser", "cmd_run"]
+
+DEFAULT_SPLITS = {"alfworld": "valid_unseen", "scienceworld": "test@10"}
 
 DECODE_HELP = ("how the agent acts: score, the admissible command of highest likelihood (default) | generate: "
                "write Thought/Action, mapped to an admissible command | generate-verbatim: write it and execute it "
@@ -44,8 +47,9 @@ def cmd_run(a: argparse.Namespace) -> int:
         0; errors are raised (``main`` turns them into exit status 2).
     """
     cfg = RunConfig(
-        out=a.out, env=a.env, split=a.split, tasks=a.tasks, memory=a.memory, model=a.model,
-        retriever=a.retriever, max_steps=a.max_steps, task_types=tuple(a.task_types or ()),
+        out=a.out, env=a.env, split=a.split or DEFAULT_SPLITS.get(a.env.partition(":")[0], "valid_unseen"),
+        tasks=a.tasks, memory=a.memory, model=a.model, retriever=a.retriever,
+        max_steps=a.max_steps or default_max_steps(a.env), task_types=tuple(a.task_types or ()),
         teacher_forcing=not a.no_teacher_forcing, decode=a.decode, dtype=a.dtype,
         teacher_forcing_tasks=a.teacher_forcing_tasks, budget=a.budget, ablation=a.ablation,
         backend=a.backend, backend_args=tuple(a.backend_arg or ()), interval=a.interval,
@@ -67,12 +71,17 @@ def cmd_run(a: argparse.Namespace) -> int:
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``workbench run``."""
     r = sub.add_parser("run", help="run an agent on a benchmark split; writes trajectories/metrics/config")
-    r.add_argument("--env", default="alfworld")
-    r.add_argument("--split", default="valid_unseen")
+    r.add_argument("--env", default="alfworld", help="the benchmark: alfworld (default) | scienceworld (ETO's "
+                   "protocol: the easy simplifications, step limits per task type; scienceworld:none plays it "
+                   "without simplifications)")
+    r.add_argument("--split", help="the split: valid_unseen (ALFWorld's default), valid_seen, valid_train | "
+                   "ScienceWorld: test@10 (its default: the first 10 test variations of each type, ETO's test set), "
+                   "train, dev, test, or any of them capped per type (dev@5)")
     add_tasks(r, EPISODE_TASKS, "the tasks whose episodes are played",
               "; none: no episodes (teacher forcing only, of --teacher-forcing-tasks)")
-    r.add_argument("--task-types", nargs="*", metavar="TYPE", choices=sorted(set(TASK_TYPE_PREFIXES.values())),
-                   help="only tasks of these types: " + " ".join(dict.fromkeys(TASK_TYPE_PREFIXES.values())))
+    r.add_argument("--task-types", nargs="*", metavar="TYPE",
+                   help="only tasks of these types: ALFWorld's " + " ".join(dict.fromkeys(TASK_TYPE_PREFIXES.values()))
+                   + "; ScienceWorld's 30 (boil, melt, find-animal ...: `workbench list task-types --env scienceworld`)")
     policies = list_policies()
     r.add_argument("--memory", default="traj", choices=policies, metavar="POLICY",
                    help=f"the memory policy (`workbench list memory`): {' | '.join(policies)}; other_type "
@@ -98,7 +107,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "parameters (teacher forcing and the slice aside) instead of playing them; over another memory "
                    "base, those whose memory is the same at every step (e.g. Traj's, for a refined base); then "
                    "play the rest (implies --resume)")
-    r.add_argument("--max-steps", type=int, default=50)
+    r.add_argument("--max-steps", type=int, help="the step limit (ALFWorld: 50; ScienceWorld: its limit per task "
+                   "type, which this caps)")
     add_out(r, "the run (config.json, trajectories.jsonl, teacher_forced.json, metrics.json)")
     r.add_argument("--resume", action="store_true", help="continue a killed run: skips finished episodes")
     r.add_argument("--no-teacher-forcing", action="store_true")

@@ -19,7 +19,7 @@ import time
 from tqdm.auto import tqdm
 
 from workbench.envs.alfworld import ALFWorldEnv
-from workbench.envs.base import StepResult, Task
+from workbench.envs.base import Environment, StepResult, Task
 from workbench.envs.normalize import (
     normalize_observation,
     split_initial_observation,
@@ -32,10 +32,13 @@ __all__ = ["planner_trajectory", "handcoded_trajectory", "expert_trajectories", 
 _PUT_OLD = re.compile(r"^put (?P<obj>.+?) in/on (?P<recep>.+)$")
 
 
-def replay(env: ALFWorldEnv, task: Task, actions: list[str], source: str, start: StepResult | None = None) -> Trajectory:
+def replay(env: Environment, task: Task, actions: list[str], source: str, start: StepResult | None = None,
+           keep_admissible: bool = True) -> Trajectory:
     """Play ``actions`` from the task's start and record the trajectory (success = the game says won).
 
     ``start`` is the result of a reset just done on ``env`` (saves a second PDDL translation); else it resets.
+    ``keep_admissible``: keep each step's admissible commands in ``meta["admissible"]`` (what teacher forcing
+    scores over; ScienceWorld's run into the thousands a step, so its gold trajectories leave them out).
     """
     res = start or env.reset(task)
     room, goal = split_initial_observation(res.observation)
@@ -53,7 +56,7 @@ def replay(env: ALFWorldEnv, task: Task, actions: list[str], source: str, start:
         task_id=task.task_id, task_type=task.task_type, goal=goal, initial_observation=room,
         steps=tuple(steps), success=won, source=source, split=task.split,
         # admissible[k] = commands admissible before step k: what teacher forcing scores over.
-        meta={"final_observation": obs, "admissible": admissible[: len(steps)]},
+        meta={"final_observation": obs, **({"admissible": admissible[: len(steps)]} if keep_admissible else {})},
     )
 
 

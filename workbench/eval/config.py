@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from workbench.agents.loop import check_decode
 from workbench.agents.policy import POLICIES, build_policy, policy_options, predated_options
-from workbench.envs.alfworld import load_alfworld_tasks
+from workbench.envs.benchmarks import benchmark, load_tasks
 from workbench.envs.base import Task
 from workbench.envs.selection import NO_TASKS, parse_task_slice
 from workbench.models.registry import DEFAULT_AGENT
@@ -94,6 +94,14 @@ class RunConfig:
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype '{self.dtype}': expected one of {', '.join(DTYPES)}")
         check_decode(self.decode)
+        bench = benchmark(self.env)  # a clear error for an unknown env, naming the known ones
+        unknown = sorted(set(self.task_types) - set(bench.task_types))
+        if unknown:
+            raise ValueError(f"task_types {unknown}: {self.env} has no such type (types: {', '.join(bench.task_types)})")
+        if self.env != "alfworld" and self.teacher_forcing:
+            raise ValueError(f"env {self.env}: teacher forcing scores every admissible command of every expert step, "
+                             "which ScienceWorld's thousand valid actions a step put out of reach; pass "
+                             "--no-teacher-forcing (teacher_forcing: false)")
         if self.tasks.strip() == NO_TASKS and (not self.teacher_forcing or self.tf_tasks.strip() == NO_TASKS):
             raise ValueError("tasks 'none' plays no episode: it is a teacher-forcing-only run, so give "
                              "teacher_forcing_tasks (--teacher-forcing-tasks), e.g. 0:140:7, and leave teacher forcing on")
@@ -218,12 +226,13 @@ assert set(RunIdentity.model_fields) == {f.name for f in fields(RunConfig)} - {"
 
 def select_tasks(cfg: RunConfig, spec: str | None = None) -> list[Task]:
     """The tasks of ``cfg`` (its ``tasks`` slice, or ``spec``), in the split's sorted order."""
-    if cfg.env != "alfworld":
-        raise ValueError(f"env '{cfg.env}' is not available (available: alfworld)")
-    tasks = load_alfworld_tasks(cfg.split, list(cfg.task_types) or None)
+    tasks = load_tasks(cfg.env, cfg.split, list(cfg.task_types) or None)
     return [tasks[i] for i in parse_task_slice(spec or cfg.tasks, len(tasks))]
 
 
 def policy_for(cfg: "RunConfig"):
-    """The memory policy of run ``cfg``."""
-    return build_policy(cfg.memory, cfg.retriever, **cfg.options)
+    """The memory policy of run ``cfg`` (over its benchmark's default memory base when it names none)."""
+    options = cfg.options
+    if "memory_base" in options and options["memory_base"] is None and cfg.env != "alfworld":
+        options = options | {"memory_base": str(benchmark(cfg.env).default_memory_base(cfg.env))}
+    return build_policy(cfg.memory, cfg.retriever, **options)

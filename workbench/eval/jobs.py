@@ -22,7 +22,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, replace
 
 from workbench.agents.loop import Agent
-from workbench.envs.alfworld import ALFWorldEnv
+from workbench.envs.benchmarks import make_env
 from workbench.envs.base import Task
 from workbench.eval.config import RunConfig, policy_for
 from workbench.eval.teacher_forced import expert_for, teacher_forced_part
@@ -114,17 +114,18 @@ class Worker:
             self._policies[key] = policy_for(cfg)
         return self._policies[key]
 
-    def _env(self, max_steps: int):
-        if max_steps not in self._envs:
-            self._envs[max_steps] = ALFWorldEnv(max_steps=max_steps)
-        return self._envs[max_steps]
+    def _env(self, env: str, max_steps: int):
+        key = (env, max_steps)
+        if key not in self._envs:
+            self._envs[key] = make_env(env, max_steps)
+        return self._envs[key]
 
     def warm(self, cfg) -> dict:
         """Load what ``cfg``'s jobs need (model, agent, policy, environment) without playing; returns ``info()``.
         Benchmarks call it so that timings start with every worker ready."""
         self._agent(cfg)
         self._policy(cfg)
-        self._env(cfg.max_steps)
+        self._env(cfg.env, cfg.max_steps)
         return self.info()
 
     def play(self, job: Job) -> dict:
@@ -133,7 +134,7 @@ class Worker:
         cfg = job.config
         out: dict = {"kind": job.kind, "task_id": job.task.task_id}
         if job.kind == EPISODE:
-            result = self._agent(cfg).run(self._env(cfg.max_steps), job.task, self._policy(cfg), max_steps=cfg.max_steps)
+            result = self._agent(cfg).run(self._env(cfg.env, cfg.max_steps), job.task, self._policy(cfg), max_steps=cfg.max_steps)
             out["trajectory"] = result.trajectory.model_dump(mode="json")
         elif job.kind == TEACHER_FORCING:
             agent = self._agent(replace(cfg, decode="score", record_admissible=False))  # scores the admissible

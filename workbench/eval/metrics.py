@@ -134,7 +134,8 @@ def episode_metrics(trajs: list[Trajectory]) -> dict:
         averaged over episodes), ``prompt_tokens`` (likewise), ``sr_at_k`` ({k: SR@k}, every 5 steps),
         ``action_patterns`` (``action_patterns``), ``behaviour`` (recovery, repetition, recurrence:
         ``workbench.eval.behaviour``), and where the run has the records
-        ``max_memory_o200k`` and ``episodic_share`` (working-memory runs), ``interventions`` (proactive runs).
+        ``avg_score`` (a graded benchmark's mean score, 0-100: ScienceWorld), ``max_memory_o200k`` and
+        ``episodic_share`` (working-memory runs), ``interventions`` (proactive runs).
     """
     n = len(trajs)
     succ = [t for t in trajs if t.success]
@@ -148,10 +149,17 @@ def episode_metrics(trajs: list[Trajectory]) -> dict:
         "sr_at_k": {str(k): success_rate_at(trajs, k) for k in SR_KS},
         "action_patterns": action_patterns(trajs),
         "behaviour": recurrence_rates(trajs) | _own_failure_rates(trajs),
+        **_optional("avg_score", _avg_score(trajs)),
         **_optional("max_memory_o200k", max_memory_o200k(trajs)),
         **_optional("episodic_share", episodic_share(trajs)),
         **_optional("interventions", intervention_metrics(trajs)),
     }
+
+
+def _avg_score(trajs: list[Trajectory]) -> float | None:
+    """The mean graded score (0-100) of a graded benchmark's episodes (ScienceWorld); None where they have none."""
+    scores = [t.meta.get("score") for t in trajs]
+    return mean(scores) if scores and all(isinstance(s, (int, float)) for s in scores) else None
 
 
 def _optional(key: str, value) -> dict:

@@ -54,8 +54,7 @@ import yaml
 
 from workbench.agents.loop import DECODES
 from workbench.agents.policy import get_policy
-from workbench.envs.alfworld import load_alfworld_tasks
-from workbench.envs.normalize import TASK_TYPE_PREFIXES
+from workbench.envs.benchmarks import BENCHMARKS, load_tasks, task_types
 from workbench.envs.selection import NO_TASKS, parse_task_slice
 from workbench.eval.adoption import adopt_runs
 from workbench.eval.config import DTYPES, RunConfig
@@ -82,8 +81,8 @@ __all__ = ["GridError", "Grid", "load_grid", "parse_overrides", "run_sweep", "st
 _TOP = {"out", "defaults", "configurations", "grid", "description", "order", "adopt_same_memory"}
 _FIELDS = {f.name: f for f in fields(RunConfig) if f.name != "out"}
 _RETRIEVERS = ("minilm", "bm25")
-_TASK_TYPES = tuple(TASK_TYPE_PREFIXES.values())
-_CHOICES = {"dtype": DTYPES, "retriever": _RETRIEVERS, "decode": DECODES, "env": ("alfworld",)}
+_TASK_TYPES = tuple(dict.fromkeys(t for name in BENCHMARKS.names() for t in task_types(name)))  # every benchmark's
+_CHOICES = {"dtype": DTYPES, "retriever": _RETRIEVERS, "decode": DECODES}
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+=-]*$")
 # integer fields: their bounds (a step limit of 1e30, a seed past 32 bits, is a typo, not a setting)
 _INTS = {"max_steps": (1, 1000), "seed": (0, 2**32 - 1), "budget": (1, 1_000_000), "interval": (1, 1000),
@@ -208,6 +207,11 @@ def _check_value(where: str, key: str, value: Any) -> Any:
     allowed = _CHOICES.get(key)
     if allowed and value not in allowed:
         raise GridError(f"{where}: key '{key}': '{value}' is not one of {', '.join(allowed)}")
+    if key == "env":
+        try:
+            task_types(value)
+        except ValueError as e:
+            raise GridError(f"{where}: key 'env': {e}") from None
     return value
 
 
@@ -221,10 +225,10 @@ def _check_config(where: str, cfg: RunConfig, n_tasks: dict) -> None:
             _adapter_folder_spec(cfg.model) or _resolve_path(cfg.model)
         except ModelNotFoundError as e:
             raise GridError(f"{where}: key 'model': {e}") from None
-    split_key = (cfg.split, cfg.task_types)
+    split_key = (cfg.env, cfg.split, cfg.task_types)
     if split_key not in n_tasks:
         try:
-            n_tasks[split_key] = len(load_alfworld_tasks(cfg.split, list(cfg.task_types) or None))
+            n_tasks[split_key] = len(load_tasks(cfg.env, cfg.split, list(cfg.task_types) or None))
         except (ValueError, FileNotFoundError, KeyError) as e:
             raise GridError(f"{where}: key 'split' / 'task_types': {e}") from None
     for key in _SLICES:

@@ -35,7 +35,7 @@ from transformers import DynamicCache
 from workbench.models.loading import TESTED_ARCHITECTURES, LoadedModel
 from workbench.models.plain import PlainModelError, bridge_hooked, plain_model
 
-__all__ = ["ForwardLayout", "ScoreResult", "ActionScorer", "common_prefix_len", "sliding_windows", "FORWARDS",
+__all__ = ["ForwardLayout", "ScoreResult", "WriteResult", "ActionScorer", "common_prefix_len", "sliding_windows", "FORWARDS",
            "default_forward", "set_default_forward"]
 
 #: How an unhooked step runs: ``auto`` (the plain model on the bridge's weights) or ``bridge`` (always the bridge).
@@ -89,6 +89,18 @@ class ForwardLayout:
     @property
     def n_queries(self) -> int:
         return self.query_index + 1 + sum(e - s for s, e in self.candidate_slices)
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What :meth:`ActionScorer.write` wrote: ``best`` (the candidate's index), ``scores`` (candidate index -> mean
+    log-prob per token, for the candidates the beam finished), how many forwards it took and how many prompt tokens
+    the first one served from the cache."""
+
+    best: int
+    scores: dict[int, float]
+    forwards: int
+    reused_tokens: int
 
 
 @dataclass(frozen=True)
@@ -252,6 +264,97 @@ class ActionScorer:
             raise ValueError("no candidate actions to score")
         if not suffix:
             raise ValueError("the suffix must hold at least one token (q_t)")
+        cand_ids = [self.encode_candidate(c) for c in candidates]
+        node_tok, node_parent, node_depth, paths = _trie(cand_ids)
+        n_new = self._new_len(prefix, suffix)
+        paths_q = tuple(tuple(n_new + i for i in path) for path in paths)
+        first = n_new - 1  # q_t: the first query whose logits matter (it predicts each candidate's first token)
+        # the rows whose logits are read: q_t and every trie node that is some candidate's parent (a leaf, each
+        # candidate's end token, predicts nothing): about half the trie, the same values row for row
+        rows = sorted({first} | {q for path in paths_q for q in path[:-1]})
+        logp, layout = self._trie_forward(prefix, suffix, node_tok, node_parent, node_depth, rows, paths_q,
+                                          hooks, on_layout)
+        row_of = {q: i for i, q in enumerate(rows)}
+        scores = []
+        for path, ids in zip(paths_q, cand_ids):
+            prev = [first] + list(path[:-1])  # a token is predicted by its parent's output
+            lp = logp[[row_of[q] for q in prev], ids].sum().item()
+            scores.append(lp / len(ids))
+        best = max(range(len(scores)), key=lambda i: (scores[i], -i))
+        return ScoreResult(scores=tuple(scores), best=best, layout=layout, reused_tokens=layout.n_cached)
+
+    @torch.no_grad()
+    def write(self, prefix: list[int], suffix: list[int], candidates: list[str], beam: int = 4,
+              hooks: list[tuple[str, Callable]] | None = None,
+              on_layout: Callable[[ForwardLayout], None] | None = None) -> WriteResult:
+        """Write one of ``candidates`` token by token: a beam search over their token trie, each hypothesis ranked
+        by its mean log-prob per token (the score :meth:`score` gives a whole candidate), each round one forward
+        of the beam's paths packed as a trie after the cached prompt.
+
+        For a candidate set too large to score in one forward (ScienceWorld's thousand valid actions: a trie of
+        ~3,000 nodes, ~30 s a step on one core), it costs one small forward per token of the longest candidate.
+        ``beam`` at least the number of candidates scores every candidate, as :meth:`score` does (the same
+        scores); a narrower beam may miss the best-scoring candidate when its first tokens are unlikely.
+
+        ``hooks`` and ``on_layout`` watch the first forward only (the one whose last prompt token is q_t; later
+        forwards run the prompt's suffix again and the beam's paths).
+
+        Returns:
+            WriteResult: the written candidate's index, and the mean log-prob of every candidate the search
+            finished (the others were pruned).
+        """
+        if not candidates:
+            raise ValueError("no candidate actions to write from")
+        if not suffix:
+            raise ValueError("the suffix must hold at least one token (q_t)")
+        if beam < 1:
+            raise ValueError(f"beam {beam}: expected at least 1")
+        cand_ids = [self.encode_candidate(c) for c in candidates]
+        node_tok, node_parent, node_depth, paths = _trie(cand_ids)
+        children: dict[int, list[int]] = {}
+        for i, par in enumerate(node_parent):
+            children.setdefault(par, []).append(i)
+        ends = {path[-1]: k for k, path in enumerate(paths)}  # a candidate's last node (its end token)
+        live: list[tuple[tuple[int, ...], float]] = [((), 0.0)]  # (trie nodes of the path, sum of log-probs)
+        done: dict[int, float] = {}
+        reused, forwards = 0, 0
+        while live:
+            nodes = sorted({n for path, _ in live for n in path})
+            index = {n: i for i, n in enumerate(nodes)}
+            sub_parent = [index[node_parent[n]] if node_parent[n] >= 0 else -1 for n in nodes]
+            n_new = self._new_len(prefix, suffix)
+            read = sorted({n_new - 1 if not path else n_new + index[path[-1]] for path, _ in live})
+            first = not forwards
+            logp, layout = self._trie_forward(prefix, suffix, [node_tok[n] for n in nodes], sub_parent,
+                                              [node_depth[n] for n in nodes], read, (),
+                                              hooks if first else None, on_layout if first else None)
+            reused, forwards = (layout.n_cached if not forwards else reused), forwards + 1
+            row_of = {q: i for i, q in enumerate(read)}
+            grown: list[tuple[tuple[int, ...], float]] = []
+            for path, lp in live:
+                row = logp[row_of[n_new - 1 if not path else n_new + index[path[-1]]]]
+                for c in children.get(path[-1] if path else -1, ()):
+                    total = lp + row[node_tok[c]].item()
+                    if c in ends:
+                        done[ends[c]] = total / (len(path) + 1)
+                    if c in children:
+                        grown.append((path + (c,), total))
+            grown.sort(key=lambda h: -h[1] / len(h[0]))
+            live = grown[:beam]
+        best = max(done, key=lambda k: (done[k], -k))
+        return WriteResult(best=best, scores=done, forwards=forwards, reused_tokens=reused)
+
+    def _new_len(self, prefix: list[int], suffix: list[int]) -> int:
+        """How many prompt tokens the next forward runs (the new prefix tokens and the suffix)."""
+        return len(prefix) - self._common_prefix(prefix) + len(suffix)  # 0 cached tokens when there is no cache
+
+    def _trie_forward(self, prefix: list[int], suffix: list[int], node_tok: list[int], node_parent: list[int],
+                      node_depth: list[int], rows: list[int], paths_q: tuple[tuple[int, ...], ...] = (),
+                      hooks: list[tuple[str, Callable]] | None = None,
+                      on_layout: Callable[[ForwardLayout], None] | None = None) -> tuple[torch.Tensor, ForwardLayout]:
+        """One forward of ``prefix + suffix`` and a token trie packed after it (the cached prefix reused); returns
+        the fp32 log-softmax of the query ``rows`` (indices into this forward's queries) and the layout. The cache
+        is left holding the prefix only."""
         keep = self._common_prefix(prefix)
         if self._cache is not None and keep < len(self._cached):
             if keep == 0:
@@ -260,13 +363,10 @@ class ActionScorer:
                 self._cache.crop(keep - len(self._cached))
         n_cached = keep if self._cache is not None else 0
         new = prefix[n_cached:] + suffix
-        cand_ids = [self.encode_candidate(c) for c in candidates]
-        node_tok, node_parent, node_depth, paths = _trie(cand_ids)
         base = n_cached + len(new)
         toks = list(new) + node_tok
         pos = list(range(n_cached, base)) + [base + d for d in node_depth]
         n_q = len(toks)
-        paths_q = tuple(tuple(len(new) + i for i in path) for path in paths)
         layout = ForwardLayout(
             n_cached=n_cached,
             n_new_prefix=len(prefix) - n_cached,
@@ -284,11 +384,6 @@ class ActionScorer:
         if on_layout is not None:
             on_layout(layout)
         bridge = self.lm.bridge
-        first = len(new) - 1  # q_t: the first query whose logits matter (it predicts each candidate's first token)
-        # the rows whose logits are read: q_t and every trie node that is some candidate's parent (a leaf, each
-        # candidate's end token, predicts nothing): about half the trie, the same values row for row
-        rows = sorted({first} | {q for path in paths_q for q in path[:-1]})
-        row_of = {q: i for i, q in enumerate(rows)}
         kwargs = dict(
             return_type="logits_and_cache",
             # with sliding windows every layer keeps every key (a sliding layer's own cache drops those outside
@@ -297,8 +392,8 @@ class ActionScorer:
             past_key_values=self._cache if self._cache is not None or self._windows is None else DynamicCache(),
             attention_mask=mask,
             position_ids=torch.tensor([pos], device=device),
-            # only q_t and the trie's inner nodes are read: the unembedding (and the log-softmax) of the new prefix
-            # tokens and of the leaves would be work for nothing; the rows kept are bit-identical to a full one
+            # only the rows read are unembedded: the unembedding (and the log-softmax) of the new prefix tokens
+            # and of the leaves would be work for nothing; the rows kept are bit-identical to a full one
             logits_to_keep=torch.tensor(rows, device=device),
         )
         inp = torch.tensor([toks], device=device)
@@ -318,17 +413,11 @@ class ActionScorer:
         # fp32 whatever the model's dtype: a bf16 log-softmax over the vocabulary (8-bit mantissa, ~0.03 nats at
         # log p ~ -4) would round close candidates to the same score.
         logp = torch.log_softmax(logits[0].float(), dim=-1)  # [rows, vocab]
-        scores = []
-        for path, ids in zip(paths_q, cand_ids):
-            prev = [first] + list(path[:-1])  # a token is predicted by its parent's output
-            lp = logp[[row_of[q] for q in prev], ids].sum().item()
-            scores.append(lp / len(ids))
         # Keep only the prefix in the cache: suffix and candidates are per-step scratch.
         cache.crop(len(prefix) - cache.get_seq_length())
         self._cache = cache if self.reuse_cache else None
         self._cached = list(prefix) if self.reuse_cache else []
-        best = max(range(len(scores)), key=lambda i: (scores[i], -i))
-        return ScoreResult(scores=tuple(scores), best=best, layout=layout, reused_tokens=n_cached)
+        return logp, layout
 
     def _plain_forward(self) -> Any:
         """The plain model for a step no hook reads, or None where it must go through the bridge (``forward`` is

@@ -1,0 +1,171 @@
+"""ScienceWorld behind the Environment Protocol: tasks and splits (no JVM), and real episodes in the wheel's JVM
+(``game``)."""
+
+import os
+import signal
+import time
+
+import pytest
+
+from workbench.envs import scienceworld as sw
+from workbench.envs.benchmarks import benchmark, default_max_steps, load_tasks, make_env
+from workbench.envs.scienceworld import (
+    ETO_TYPES,
+    LONG_TYPES,
+    STEP_LIMITS,
+    TASK_TYPES,
+    JavaMissingError,
+    ScienceWorldEnv,
+    SimulatorDiedError,
+    load_scienceworld_tasks,
+    parse_env_spec,
+    parse_split,
+    task_of,
+)
+
+
+def test_thirty_types_with_a_step_limit_each_and_etos_where_eto_has_one():
+    assert len(TASK_TYPES) == 30 and set(STEP_LIMITS) == set(TASK_TYPES)
+    assert len(ETO_TYPES) == 24 and set(ETO_TYPES) <= set(TASK_TYPES)
+    assert STEP_LIMITS["boil"] == 100 and STEP_LIMITS["find-animal"] == 15 and STEP_LIMITS["lifespan-longest-lived"] == 10
+    # the AGMR paper's E.1: the types with max_steps >= 60, dropped from its SciWorld test set
+    assert set(LONG_TYPES) == {"boil", "change-the-state-of-matter-of", "freeze", "melt",
+                               "measure-melting-point-known-substance", "grow-fruit", "chemistry-mix"}
+    assert all(STEP_LIMITS[t] >= 10 for t in TASK_TYPES)
+
+
+def test_test_at_10_over_etos_types_is_etos_test_set():
+    tasks = load_scienceworld_tasks("test@10", list(ETO_TYPES))
+    assert len(tasks) == 211  # ETO's eval_agent/data/sciworld/test_indices.json
+    by_type = {}
+    for t in tasks:
+        by_type.setdefault(t.task_type, []).append(t.meta["variation"])
+    # a few of ETO's indices, as its file lists them
+    assert by_type["boil"] == list(range(21, 30))
+    assert by_type["measure-melting-point-known-substance"] == list(range(327, 337))
+    assert by_type["chemistry-mix"] == list(range(24, 32))
+    assert by_type["identify-life-stages-2"] == [6, 7, 8, 9]
+    assert [t.index for t in tasks] == list(range(211))
+    assert tasks[0].task_id == "test/boil/21" and tasks[0].split == "test"
+
+
+def test_splits_are_disjoint_and_caps_take_the_first_variations():
+    ids = {s: {t.task_id.split("/", 1)[1] for t in load_scienceworld_tasks(s, ["melt"])} for s in sw.SPLITS}
+    assert not (ids["train"] & ids["dev"]) and not (ids["train"] & ids["test"]) and not (ids["dev"] & ids["test"])
+    capped = load_scienceworld_tasks("train@3", ["melt", "freeze"])
+    assert [t.task_id for t in capped] == ["train/freeze/0", "train/freeze/1", "train/freeze/2",
+                                           "train/melt/0", "train/melt/1", "train/melt/2"]
+
+
+@pytest.mark.parametrize("split,err", [("valid_unseen", "expected one of train, dev, test"),
+                                       ("test@0", "at least 1"), ("test@x", "whole number"), ("test@", "whole number"),
+                                       ("tests", "expected one of")])
+def test_bad_splits_are_clear_errors(split, err):
+    with pytest.raises(ValueError, match=err):
+        parse_split(split)
+
+
+def test_bad_types_ids_and_env_names_are_clear_errors():
+    with pytest.raises(ValueError, match="no task type.*boiling.*types: boil"):
+        load_scienceworld_tasks("test", ["boiling"])
+    with pytest.raises(ValueError, match="has no test variation 3"):
+        task_of("test/boil/3")
+    with pytest.raises(ValueError, match="expected <split>/<task type>/<variation>"):
+        task_of("boil-21")
+    with pytest.raises(ValueError, match="unknown simplification.*teleport.*known: none, easy"):
+        parse_env_spec("scienceworld:teleport")
+    assert parse_env_spec("scienceworld") == "easy" and parse_env_spec("scienceworld:none") == ""
+    assert parse_env_spec("scienceworld:openDoors,teleportAction") == "openDoors,teleportAction"
+    with pytest.raises(ValueError, match="unknown benchmark 'webshop'.*alfworld, scienceworld"):
+        benchmark("webshop")
+    with pytest.raises(ValueError, match="ALFWorld takes no options"):
+        benchmark("alfworld:easy")
+
+
+def test_the_registry_names_both_benchmarks_and_their_defaults():
+    assert default_max_steps("alfworld") == 50
+    assert default_max_steps("scienceworld") == max(STEP_LIMITS.values())
+    assert len(load_tasks("scienceworld", "dev@1")) == 30
+
+
+def test_no_java_is_a_clear_error(monkeypatch):
+    sw.java_version.cache_clear()
+    monkeypatch.setenv("PATH", "/nonexistent")
+    try:
+        with pytest.raises(JavaMissingError, match="install a Java runtime 11 or newer.*openjdk-17"):
+            ScienceWorldEnv().reset(load_scienceworld_tasks("test@1", ["melt"])[0])
+    finally:
+        sw.java_version.cache_clear()
+
+
+# ---- real episodes in the JVM -------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def env():
+    e = make_env("scienceworld")
+    yield e
+    e.close()
+
+
+def _task(kind: str, split: str = "test@1"):
+    return load_scienceworld_tasks(split, [kind])[0]
+
+
+@pytest.mark.game
+def test_the_gold_path_wins_with_score_100_and_rewards_that_add_up_to_it(env):
+    task = _task("use-thermometer")
+    plan = env.expert_plan(task)
+    res = env.reset(task)
+    assert "Your task is to: " in res.observation and env.goal().startswith("measure the temperature")
+    assert env.max_steps == STEP_LIMITS["use-thermometer"] == 30
+    assert len(res.admissible_commands) > 50 and "reset task" not in res.admissible_commands
+    assert len(set(res.admissible_commands)) == len(res.admissible_commands)
+    total = 0.0
+    for a in plan:
+        res = env.step(a)
+        total += res.reward
+        assert res.reward >= 0
+    assert res.won and res.done and env.score == 100 and total == pytest.approx(1.0)
+
+
+@pytest.mark.game
+def test_a_wrong_focus_ends_the_episode_keeping_the_best_score(env):
+    task = _task("find-animal")
+    res = env.reset(task)
+    focus = next(a for a in res.admissible_commands if a.startswith("focus on") and "door" in a)
+    res = env.step(focus)
+    assert res.done and not res.won and env.score == 0 and res.reward == 0
+
+
+@pytest.mark.game
+def test_the_step_limit_is_the_types_capped_by_the_runs(env):
+    capped = ScienceWorldEnv(max_steps=3)
+    try:
+        capped.reset(_task("boil"))
+        assert capped.max_steps == 3
+        for _ in range(3):
+            res = capped.step("look around")
+        assert res.done and not res.won
+    finally:
+        capped.close()
+    env.reset(_task("boil"))
+    assert env.max_steps == 100
+
+
+@pytest.mark.game
+def test_close_stops_the_jvm_by_pid_and_a_killed_jvm_is_a_clear_error_then_a_fresh_one():
+    e = ScienceWorldEnv()
+    try:
+        e.reset(_task("melt"))
+        pid = e.pid
+        os.kill(pid, signal.SIGKILL)
+        time.sleep(0.5)
+        with pytest.raises(SimulatorDiedError, match="JVM stopped answering during step 0.*next reset starts a fresh"):
+            e.step("look around")
+        res = e.reset(_task("melt"))  # a fresh JVM
+        assert e.pid != pid and res.admissible_commands
+        pid = e.pid
+    finally:
+        e.close()
+    time.sleep(0.3)
+    assert not os.path.exists(f"/proc/{pid}") or "zombie" in open(f"/proc/{pid}/status").read()

@@ -1,0 +1,94 @@
+"""ScienceWorld's experts: the simulator's gold action sequences, replayed, and the default memory base of them.
+
+The gold path of a variation is what the simulator's own solver writes for it (``generateGoldPath``); replayed in
+the same simulator it reaches a score of 100 (a replay that does not is kept, marked unsuccessful, and left out of
+the memory base). Only gold-path states are labelled: the wheel's solver plans from a task's start, not from an
+arbitrary state, so an off-plan state has no expert action (``docs/guide/benchmarks.md``).
+
+Trajectories are computed once per split and cached, one line per variation as each finishes (a killed build
+resumes where it stopped), under ``cache_root()/experts/scienceworld/<wheel>-<simplifications>/<split>/gold.jsonl``.
+The default memory base is the successful gold trajectories of ``train@10`` (the first 10 train variations of
+every type: 280 trajectories, the scale of ETO's 1,483 SFT trajectories over 24 types, capped for 2 cores); a
+test or dev episode never retrieves its own variation (they are not in it), a train episode never its own
+(retrieval never returns the query's own game).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from functools import lru_cache
+from importlib.metadata import version
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from workbench.envs.experts import replay
+from workbench.envs.scienceworld import DEFAULT_SIMPLIFICATIONS, ScienceWorldEnv, load_scienceworld_tasks
+from workbench.locks import folder_lock
+from workbench.memory.base import MemoryBase
+from workbench.memory.trajectory import Trajectory, append_jsonl, cut_torn_tail, iter_jsonl_dicts
+from workbench.paths import cache_root
+
+__all__ = ["gold_trajectories", "default_scienceworld_base", "DEFAULT_BASE_SPLIT", "experts_folder"]
+
+DEFAULT_BASE_SPLIT = "train@10"
+
+
+def experts_folder(simplifications: str = DEFAULT_SIMPLIFICATIONS) -> Path:
+    """Where the gold trajectories of this wheel and these simplifications are cached."""
+    tag = f"{version('scienceworld')}-{simplifications or 'none'}"
+    return cache_root() / "experts" / "scienceworld" / tag
+
+
+def gold_trajectory(env: ScienceWorldEnv, task) -> Trajectory:
+    """``task``'s gold path replayed in ``env`` (success: it reached a score of 100), whole (``env`` built with
+    ``step_limits=False``: a type's gold paths can be longer than its step limit); ``meta["within_limit"]`` says
+    whether it fits the type's limit."""
+    env.list_admissible = False
+    try:
+        start = env.reset(task, plan=True)
+        traj = replay(env, task, env.plan, source="gold", start=start, keep_admissible=False)
+    finally:
+        env.list_admissible = True
+    from workbench.envs.scienceworld import STEP_LIMITS
+
+    return traj.model_copy(update={"meta": traj.meta | {"score": env.score, "variation": task.meta["variation"],
+                                                        "within_limit": traj.n_steps <= STEP_LIMITS[task.task_type]}})
+
+
+def gold_trajectories(split: str, simplifications: str = DEFAULT_SIMPLIFICATIONS, progress: bool = True,
+                      task_types: list[str] | None = None) -> list[Trajectory]:
+    """The gold trajectories of every variation of ``split`` (``train@10``, ``test@10``, ``dev`` ...), computed
+    where the cache lacks them (one JVM; a line appended per variation, so a killed build resumes), in the
+    split's order."""
+    tasks = load_scienceworld_tasks(split, task_types)
+    path = experts_folder(simplifications) / split.replace("@", "_at_") / "gold.jsonl"
+    with folder_lock(path.parent, f"computing ScienceWorld gold trajectories of {split}", wait=3600):
+        done = {d["task_id"]: d for d in iter_jsonl_dicts(path)}
+        todo = [t for t in tasks if t.task_id not in done]
+        if todo:
+            cut_torn_tail(path)
+            env = ScienceWorldEnv(simplifications=simplifications, step_limits=False)
+            try:
+                for task in tqdm(todo, desc=f"ScienceWorld gold paths ({split})", disable=not progress):
+                    traj = gold_trajectory(env, task)
+                    append_jsonl(path, traj)
+                    done[task.task_id] = traj.model_dump(mode="json")
+            finally:
+                env.close()
+    return [Trajectory.model_validate(done[t.task_id]) for t in tasks]
+
+
+@lru_cache(maxsize=2)
+def default_scienceworld_base(simplifications: str = DEFAULT_SIMPLIFICATIONS) -> MemoryBase:
+    """A MemoryBase of the successful gold trajectories of :data:`DEFAULT_BASE_SPLIT` (built once)."""
+    trajs = gold_trajectories(DEFAULT_BASE_SPLIT, simplifications, progress=True)
+    digest = hashlib.sha1("".join(t.model_dump_json() for t in trajs).encode()).hexdigest()[:10]
+    folder = cache_root() / "memory" / f"scienceworld-{DEFAULT_BASE_SPLIT.replace('@', '_at_')}-gold-{digest}"
+    if (folder / "entries.jsonl").exists():
+        return MemoryBase(folder)
+    with folder_lock(folder, f"building the default ScienceWorld memory base ({DEFAULT_BASE_SPLIT})", wait=600):
+        base = MemoryBase(folder)
+        if not base.entries():
+            base.build_from_trajectories([t for t in trajs if t.success])
+    return base
