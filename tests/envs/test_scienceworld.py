@@ -169,3 +169,33 @@ def test_close_stops_the_jvm_by_pid_and_a_killed_jvm_is_a_clear_error_then_a_fre
         e.close()
     time.sleep(0.3)
     assert not os.path.exists(f"/proc/{pid}") or "zombie" in open(f"/proc/{pid}/status").read()
+
+
+@pytest.mark.game
+def test_a_worker_replays_an_episode_whose_jvm_died_on_a_fresh_one(tiny_lm, tmp_path, monkeypatch):
+    from workbench.eval.config import RunConfig
+    from workbench.eval.jobs import Job, Worker
+    from workbench.models.registry import DEFAULT_AGENT
+
+    cfg = RunConfig(out=str(tmp_path / "r"), env="scienceworld", split="test@1", tasks="0", memory="none",
+                    decode="constrained", max_steps=4, teacher_forcing=False, task_types=("find-animal",))
+    worker = Worker(threads=None, models={(DEFAULT_AGENT, "float32"): tiny_lm})
+    killed = []
+    real_step = ScienceWorldEnv.step
+
+    def step(self, action):
+        if self._steps == 2 and not killed:
+            killed.append(self.pid)
+            os.kill(self.pid, signal.SIGKILL)
+            time.sleep(0.3)
+        return real_step(self, action)
+
+    monkeypatch.setattr(ScienceWorldEnv, "step", step)
+    try:
+        out = worker.play(Job(cfg, load_scienceworld_tasks("test@1", ["find-animal"])[0]))
+        env = worker._envs[("scienceworld", 4)]
+        assert killed and env.pid != killed[0]
+        traj = out["trajectory"]
+        assert len(traj["steps"]) == 4 and traj["meta"]["score"] >= 0 and traj["task_id"] == "test/find-animal/225"
+    finally:
+        worker.close()

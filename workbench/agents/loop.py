@@ -108,8 +108,11 @@ class Agent:
             self.generator = PrefixGenerator(self.scorer.lm, reuse_cache=self.scorer.reuse_cache)
 
     @classmethod
-    def from_model(cls, lm: Any, reuse_cache: bool = True, **kw) -> "Agent":
-        return cls(ActionScorer(lm, reuse_cache=reuse_cache), PromptBuilder(lm.tokenizer, lm.n_ctx), **kw)
+    def from_model(cls, lm: Any, reuse_cache: bool = True, instructions: str | None = None, **kw) -> "Agent":
+        """An agent over ``lm``; ``instructions``: the action prompt's system text (None: ALFWorld's, the
+        prompts' default; a benchmark gives its own, ``workbench.envs.benchmarks.Benchmark.instructions``)."""
+        builder = PromptBuilder(lm.tokenizer, lm.n_ctx, **({"instructions": instructions} if instructions else {}))
+        return cls(ActionScorer(lm, reuse_cache=reuse_cache), builder, **kw)
 
     def build_prompt(self, block: MemoryBlock, room: str, goal: str, history: list[Step],
                      observation: str) -> BuiltPrompt:

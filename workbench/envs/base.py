@@ -5,11 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-__all__ = ["Task", "StepResult", "Environment", "DataRootError"]
+__all__ = ["Task", "StepResult", "Environment", "DataRootError", "SimulatorDiedError"]
 
 
 class DataRootError(FileNotFoundError):
     """The benchmark's data folder is missing or malformed; the message names the env var that sets it."""
+
+
+class SimulatorDiedError(RuntimeError):
+    """A benchmark's simulator process stopped answering mid-episode (ScienceWorld's JVM killed, out of memory);
+    the episode is lost, the environment's next ``reset`` starts a fresh simulator (the worker replays it once)."""
 
 
 @dataclass(frozen=True)

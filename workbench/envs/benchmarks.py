@@ -38,6 +38,7 @@ class Benchmark:
     splits: tuple[str, ...]
     default_memory_base: Callable[[str], str] | None = None
     check: Callable[[str], object] | None = None  # check(env_name): a clear ValueError for options it does not take
+    instructions: str | None = None  # the action prompt's system text (None: the prompts' default, ALFWorld's)
 
 
 def _alfworld() -> Benchmark:
@@ -74,7 +75,7 @@ def _scienceworld() -> Benchmark:
 
     return Benchmark(make=make, tasks=tasks, max_steps=max(sw.STEP_LIMITS.values()), task_types=sw.TASK_TYPES,
                      splits=("train", "dev", "test", "test@10"), default_memory_base=base,
-                     check=sw.parse_env_spec)
+                     check=sw.parse_env_spec, instructions=sw.INSTRUCTIONS)
 
 
 BENCHMARKS: Registry[Callable[[], Benchmark]] = Registry("benchmark")

@@ -34,9 +34,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from workbench.envs.base import DataRootError, StepResult, Task
+from workbench.envs.base import DataRootError, SimulatorDiedError, StepResult, Task
 
-__all__ = ["ScienceWorldEnv", "SimulatorDiedError", "JavaMissingError", "TASK_TYPES", "STEP_LIMITS", "ETO_TYPES",
+__all__ = ["INSTRUCTIONS", "ScienceWorldEnv", "SimulatorDiedError", "JavaMissingError", "TASK_TYPES", "STEP_LIMITS", "ETO_TYPES",
            "LONG_TYPES", "SPLITS", "SIMPLIFICATIONS", "load_scienceworld_tasks", "parse_split", "parse_env_spec",
            "java_version", "variations"]
 
@@ -46,6 +46,13 @@ SPLITS = ("train", "dev", "test")
 DEFAULT_SIMPLIFICATIONS = "easy"
 SIMPLIFICATIONS = ("easy", "teleportAction", "openDoors", "openContainers", "selfWateringFlowerPots",
                    "noElectricalAction")
+#: the action prompt's system text for ScienceWorld (ours; ALFWorld's names a household and its commands)
+INSTRUCTIONS = (
+    "You are an agent in a simulated world of elementary science experiments. Interact with the environment to "
+    "solve the task. Each turn, reply with exactly one valid action, for example: look around, teleport to kitchen, "
+    "pick up thermometer, open freezer, move metal pot to stove, activate stove, use thermometer on water, "
+    "focus on water, wait1. Focus only on what the task names: focusing on anything else fails the task."
+)
 #: never a candidate: it restarts the simulator's task under the agent (a written action still reaches the game)
 EXCLUDED_ACTIONS = ("reset task",)
 
@@ -72,11 +79,6 @@ LONG_TYPES = tuple(t for t, n in _ETO_LIMITS.items() if n >= 60)
 
 class JavaMissingError(RuntimeError):
     """No Java runtime to run the simulator; the message says how to install one."""
-
-
-class SimulatorDiedError(RuntimeError):
-    """The simulator's JVM stopped answering mid-episode (killed, out of memory); the episode is lost, the next
-    ``reset`` starts a fresh JVM."""
 
 
 @lru_cache(maxsize=1)

@@ -9,7 +9,9 @@ same files whichever executor played it).
 A worker loads what its jobs need on first use and keeps it: models by (name, dtype) — at most
 ``max_models`` at once, least recently used dropped first, so a grid ordered configuration by configuration
 loads each model once per worker — memory policies by (memory, retriever), environments by step limit.
-Every piece of state a job touches is reset at its start (the scorer's KV cache, the policy's ``begin``, the
+An environment whose simulator process dies under an episode (``SimulatorDiedError``: ScienceWorld's JVM killed or
+out of memory) has the episode replayed once, from its start, on a fresh simulator; a second death stops the batch
+naming the job. Every piece of state a job touches is reset at its start (the scorer's KV cache, the policy's ``begin``, the
 environment's ``reset``), so a job's result depends on the job alone: a job replayed on another worker after a
 crash, or played in a serial run, gives the same dict.
 """
@@ -18,11 +20,13 @@ from __future__ import annotations
 
 import os
 import resource
+import sys
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 
 from workbench.agents.loop import Agent
-from workbench.envs.benchmarks import make_env
+from workbench.envs.base import SimulatorDiedError
+from workbench.envs.benchmarks import benchmark, make_env
 from workbench.envs.base import Task
 from workbench.eval.config import RunConfig, policy_for
 from workbench.eval.teacher_forced import expert_for, teacher_forced_part
@@ -102,10 +106,11 @@ class Worker:
         return self._models[key]
 
     def _agent(self, cfg):
-        key = (cfg.model, cfg.dtype, cfg.decode, cfg.record_admissible)
+        instructions = benchmark(cfg.env).instructions
+        key = (cfg.model, cfg.dtype, cfg.decode, cfg.record_admissible, instructions)
         if key not in self._agents:
             self._agents[key] = Agent.from_model(self.model(cfg.model, cfg.dtype), decode=cfg.decode,
-                                                 record_admissible=cfg.record_admissible)
+                                                 record_admissible=cfg.record_admissible, instructions=instructions)
         return self._agents[key]
 
     def _policy(self, cfg):
@@ -134,7 +139,12 @@ class Worker:
         cfg = job.config
         out: dict = {"kind": job.kind, "task_id": job.task.task_id}
         if job.kind == EPISODE:
-            result = self._agent(cfg).run(self._env(cfg.env, cfg.max_steps), job.task, self._policy(cfg), max_steps=cfg.max_steps)
+            env = self._env(cfg.env, cfg.max_steps)
+            try:
+                result = self._agent(cfg).run(env, job.task, self._policy(cfg), max_steps=cfg.max_steps)
+            except SimulatorDiedError as e:  # the simulator's process died under the episode: once more, afresh
+                print(f"workbench: {e}; replaying the episode on a fresh one", file=sys.stderr)
+                result = self._agent(cfg).run(env, job.task, self._policy(cfg), max_steps=cfg.max_steps)
             out["trajectory"] = result.trajectory.model_dump(mode="json")
         elif job.kind == TEACHER_FORCING:
             agent = self._agent(replace(cfg, decode="score", record_admissible=False))  # scores the admissible

@@ -1,0 +1,65 @@
+"""The ``constrained`` decode in the episode loop: the agent writes an admissible action along the trie (a beam of
+BEAM), records what it wrote and how; with a beam as wide as the candidates it acts as ``score`` does."""
+
+import pytest
+
+from tests.attention.agent_tiny import ENTRY, TASK, FixedEntry, PlanEnv, build_agent_lm
+from workbench.agents.loop import BEAM, Agent
+from workbench.eval.config import RunConfig
+
+
+@pytest.fixture(scope="module")
+def lm():
+    return build_agent_lm()
+
+
+def test_a_constrained_episode_plays_admissible_actions_and_records_how(lm):
+    agent = Agent.from_model(lm, decode="constrained")
+    traj = agent.run(PlanEnv(max_steps=4), TASK, FixedEntry(ENTRY)).trajectory
+    assert traj.n_steps == 4
+    for rec, step in zip(traj.meta["steps"], traj.steps):
+        assert rec["n_finished"] >= 1 and rec["forwards"] >= 1 and 0 < rec["p_action"] <= 1
+        assert rec["top"][0][0] == step.action
+        assert "score" not in traj.meta  # ALFWorld-like envs have no graded score
+
+
+def test_a_beam_as_wide_as_the_candidates_acts_as_score_does(lm):
+    scored = Agent.from_model(lm).run(PlanEnv(max_steps=5), TASK, FixedEntry(ENTRY)).trajectory
+    wide = Agent.from_model(lm, decode="constrained", beam=64).run(PlanEnv(max_steps=5), TASK, FixedEntry(ENTRY)).trajectory
+    assert [s.action for s in wide.steps] == [s.action for s in scored.steps]
+    for a, b in zip(wide.meta["steps"], scored.meta["steps"]):
+        assert a["p_action"] == pytest.approx(b["p_action"], abs=1e-4)
+    assert BEAM == 4
+
+
+def test_runs_name_their_benchmark_and_refuse_what_it_cannot_do(tmp_path):
+    with pytest.raises(ValueError, match="unknown benchmark 'webshop'"):
+        RunConfig(out=str(tmp_path / "a"), env="webshop")
+    with pytest.raises(ValueError, match="no-teacher-forcing"):
+        RunConfig(out=str(tmp_path / "b"), env="scienceworld", split="test@10")
+    with pytest.raises(ValueError, match="task_types \\['boil'\\]: alfworld has no such type"):
+        RunConfig(out=str(tmp_path / "c"), task_types=("boil",))
+    with pytest.raises(ValueError, match="unknown simplification"):
+        RunConfig(out=str(tmp_path / "d"), env="scienceworld:hard", teacher_forcing=False)
+    cfg = RunConfig(out=str(tmp_path / "e"), env="scienceworld", split="test@10", teacher_forcing=False,
+                    task_types=("boil",), decode="constrained", max_steps=100)
+    assert cfg.identity()["env"] == "scienceworld"
+
+
+def test_a_grid_names_its_benchmark(tmp_path):
+    from workbench.eval.sweep import GridError, load_grid
+
+    grid = tmp_path / "g.yaml"
+    grid.write_text(f"out: {tmp_path / 'o'}\ndefaults: {{env: scienceworld, split: test@10, teacher_forcing: false, "
+                    "decode: constrained, task_types: [find-animal]}\nconfigurations:\n  - {name: react, memory: none, "
+                    "tasks: all}\n")
+    g = load_grid(grid)
+    assert [c.env for c in g.configs] == ["scienceworld"]
+    grid.write_text(f"out: {tmp_path / 'o'}\ndefaults: {{env: 'scienceworld:hard', teacher_forcing: false}}\n"
+                    "configurations:\n  - {name: react, memory: none}\n")
+    with pytest.raises(GridError, match="key 'env': .*unknown simplification"):
+        load_grid(grid)
+    grid.write_text(f"out: {tmp_path / 'o'}\ndefaults: {{env: scienceworld, split: test@10, teacher_forcing: false, "
+                    "task_types: [find-animal]}\nconfigurations:\n  - {name: react, memory: none, tasks: '0:11'}\n")
+    with pytest.raises(GridError, match="past the split's 10 tasks"):
+        load_grid(grid)
