@@ -144,8 +144,11 @@ class Agent:
             for inst in instruments:
                 inst.on_layout(layout)
 
-        return self.scorer.write(list(prompt.prefix), list(prompt.suffix), admissible, beam=self.beam,
-                                 hooks=hooks, on_layout=on_layout if instruments else None)
+        result = self.scorer.write(list(prompt.prefix), list(prompt.suffix), admissible, beam=self.beam,
+                                   hooks=hooks, on_layout=on_layout if instruments else None)
+        for inst in instruments:
+            inst.after_step(prompt, result)  # a WriteResult where ``decide`` hands a ScoreResult
+        return result
 
     def run(
         self,

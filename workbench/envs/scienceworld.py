@@ -263,15 +263,25 @@ class _Jvm:
         self.sim.close = lambda: None  # the wheel's __del__ closes again and would write to the dead JVM's pipe
 
 
-def _kill(pid: int) -> None:
-    try:
-        os.kill(pid, signal.SIGTERM)
-    except (ProcessLookupError, PermissionError):
-        return
-    try:
-        os.waitpid(pid, 0)
-    except ChildProcessError:
-        pass
+def _kill(pid: int, grace_s: float = 5.0) -> None:
+    """Stop process ``pid``: SIGTERM, then SIGKILL if it is still there after ``grace_s``; reaped when it is our
+    child (the JVM py4j started), so no zombie is left."""
+    import time
+
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline:
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:  # not our child (or reaped already): watch it go
+                done = pid if not os.path.exists(f"/proc/{pid}") else 0
+            if done == pid:
+                return
+            time.sleep(0.02)
 
 
 _LIVE: "weakref.WeakSet[ScienceWorldEnv]" = weakref.WeakSet()

@@ -1,0 +1,99 @@
+"""ScienceWorld's tables (issue 48): the score and success of each condition per task type, the AGMR paper's 17 types
+and the 7 long types it dropped reported apart, and the published numbers beside them.
+
+A run's episode score is its highest score (0-100, ETO's protocol: ``workbench.envs.scienceworld``); success is a
+score of 100. ``Perf.`` in the AGMR paper's Table 1 and the average score of ETO's Table 3 are this mean score.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from statistics import mean
+
+from workbench.envs.scienceworld import ETO_TYPES, LONG_TYPES, TASK_TYPES
+from workbench.eval.run_folder import read_episodes
+
+__all__ = ["AGMR_TYPES", "PUBLISHED", "episode_scores", "per_type_table", "summary_table"]
+
+#: the AGMR paper's SciWorld test set: ETO's types less the 7 with a step limit of 60 or more (its E.1)
+AGMR_TYPES = tuple(t for t in ETO_TYPES if t not in LONG_TYPES)
+
+#: published average scores (0-100) on ScienceWorld, with where they come from; not comparable one to one: other
+#: models (7-8B and GPT-4 against our 135M), other test sets (ETO's 24 types vs the AGMR paper's 17)
+PUBLISHED = [
+    {"source": "ETO (Song et al. 2024), Table 3", "model": "Llama-2-7B-Chat + SFT", "condition": "SFT (no memory)",
+     "test set": "ETO's 24 types (seen / unseen)", "score": "67.4 / 53.0"},
+    {"source": "ETO (Song et al. 2024), Table 3", "model": "Llama-2-7B-Chat + ETO", "condition": "ETO (no memory)",
+     "test set": "ETO's 24 types (seen / unseen)", "score": "73.8 / 65.0"},
+    {"source": "ETO (Song et al. 2024), Table 3", "model": "GPT-4", "condition": "prompted",
+     "test set": "ETO's 24 types (seen / unseen)", "score": "64.8 / 64.4"},
+    {"source": "AGMR, Table 1", "model": "Qwen-2.5-7B-Instruct", "condition": "ReAct / ICL / Traj / AGMR",
+     "test set": "the AGMR paper's 17 types", "score": "29.88 / 29.38 / 67.69 / 77.20"},
+    {"source": "AGMR, Table 1", "model": "Llama-3.1-8B-Instruct", "condition": "ReAct / ICL / Traj / AGMR",
+     "test set": "the AGMR paper's 17 types", "score": "26.50 / 34.97 / 76.18 / 83.74"},
+]
+
+
+def episode_scores(folder: str | Path) -> dict[str, tuple[str, float, bool, int]]:
+    """``task_id -> (task type, score 0-100, success, steps)`` of a ScienceWorld run folder's episodes.
+
+    Raises:
+        ValueError: an episode without a score (not a ScienceWorld run).
+    """
+    out = {}
+    for t in read_episodes(folder):
+        score = t.meta.get("score")
+        if not isinstance(score, (int, float)):
+            raise ValueError(f"{folder}: episode {t.task_id} has no score (meta.score): not a ScienceWorld run")
+        out[t.task_id] = (t.task_type, float(score), bool(t.success), t.n_steps)
+    return out
+
+
+def _group(rows: list[tuple[str, float, bool, int]], types) -> dict:
+    picked = [r for r in rows if r[0] in types]
+    if not picked:
+        return {"n": 0, "score": None, "success_%": None, "steps": None}
+    return {"n": len(picked), "score": round(mean(r[1] for r in picked), 2),
+            "success_%": round(100 * mean(r[2] for r in picked), 1), "steps": round(mean(r[3] for r in picked), 1)}
+
+
+def per_type_table(runs: dict[str, str | Path]):
+    """Mean score and success (%) per task type (rows) and condition (columns ``<condition> score`` and
+    ``<condition> success_%``), over the tasks every run played; types in the wheel's order, each marked as in the
+    AGMR paper's 17, one of its 7 long ones, or outside ETO's 24.
+
+    Args:
+        runs: condition name -> run folder.
+    """
+    import pandas as pd
+
+    scores = {name: episode_scores(folder) for name, folder in runs.items()}
+    common = set.intersection(*(set(s) for s in scores.values())) if scores else set()
+    rows = []
+    for t in TASK_TYPES:
+        row: dict = {"task type": t, "set": "AGMR 17" if t in AGMR_TYPES else "long (AGMR drops)" if t in LONG_TYPES
+                     else "outside ETO"}
+        n = 0
+        for name, s in scores.items():
+            g = _group([v for k, v in s.items() if k in common], (t,))
+            n = g["n"]
+            row[f"{name} score"], row[f"{name} success_%"] = g["score"], g["success_%"]
+        if n:
+            rows.append({"task type": row.pop("task type"), "n": n, **row})
+    return pd.DataFrame(rows)
+
+
+def summary_table(runs: dict[str, str | Path]):
+    """Each condition's mean score, success, steps over the AGMR paper's 17 types, the 7 long types, and ETO's 24
+    (the tasks every run played)."""
+    import pandas as pd
+
+    scores = {name: episode_scores(folder) for name, folder in runs.items()}
+    common = set.intersection(*(set(s) for s in scores.values())) if scores else set()
+    rows = []
+    for name, s in scores.items():
+        played = [v for k, v in s.items() if k in common]
+        for label, types in (("AGMR's 17 types", AGMR_TYPES), ("the 7 long types", LONG_TYPES),
+                             ("ETO's 24 types", ETO_TYPES)):
+            rows.append({"condition": name, "set": label, **_group(played, types)})
+    return pd.DataFrame(rows)
