@@ -63,3 +63,20 @@ def test_a_grid_names_its_benchmark(tmp_path):
                     "task_types: [find-animal]}\nconfigurations:\n  - {name: react, memory: none, tasks: '0:11'}\n")
     with pytest.raises(GridError, match="past the split's 10 tasks"):
         load_grid(grid)
+
+
+def test_a_scienceworld_run_records_the_digest_of_the_default_base_it_reads(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from workbench.eval import run_folder
+    from workbench.memory.base import MemoryBase
+    from tests.attention.agent_tiny import expert
+
+    base = MemoryBase(tmp_path / "base")
+    base.build_from_trajectories([expert("train/find-animal/1")])
+    monkeypatch.setattr(run_folder, "benchmark", lambda env: SimpleNamespace(default_memory_base=lambda e: str(base.root)))
+    traj = RunConfig(out=str(tmp_path / "t"), env="scienceworld", split="test@1", memory="traj", teacher_forcing=False)
+    none = RunConfig(out=str(tmp_path / "n"), env="scienceworld", split="test@1", memory="none", teacher_forcing=False)
+    assert run_folder.memory_base_digest(traj) == base.digest()
+    assert run_folder.memory_base_digest(none) is None
+    assert run_folder.memory_base_digest(RunConfig(out=str(tmp_path / "a"), memory="traj")) is None  # ALFWorld's

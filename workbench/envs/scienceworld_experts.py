@@ -2,7 +2,10 @@
 
 The gold path of a variation is what the simulator's own solver writes for it (``generateGoldPath``); replayed in
 the same simulator it reaches a score of 100 (a replay that does not is kept, marked unsuccessful, and left out of
-the memory base). Only gold-path states are labelled: the wheel's solver plans from a task's start, not from an
+the memory base). The solver opens doors the ``easy`` simplification has opened already ("The door is already
+open.": 914 of 12,126 gold steps of ``train@10``); those no-op steps are dropped and the shorter path replayed, and
+kept only if it still wins (``meta.dropped_no_ops`` counts them), so an agent cloned on it does not learn to spend
+steps on them. Only gold-path states are labelled: the wheel's solver plans from a task's start, not from an
 arbitrary state, so an off-plan state has no expert action (``docs/guide/benchmarks.md``).
 
 Trajectories are computed once per split and cached, one line per variation as each finishes (a killed build
@@ -16,6 +19,7 @@ test or dev episode never retrieves its own variation (they are not in it), a tr
 from __future__ import annotations
 
 import hashlib
+import re
 from functools import lru_cache
 from importlib.metadata import version
 from pathlib import Path
@@ -40,6 +44,15 @@ def experts_folder(simplifications: str = DEFAULT_SIMPLIFICATIONS) -> Path:
     return cache_root() / "experts" / "scienceworld" / tag
 
 
+#: a step the simulator answers this way changed nothing (its gold paths open doors the easy simplification opened)
+NO_OP = re.compile(r"^The .+ is already open\.$")
+
+
+def _replayed(env: ScienceWorldEnv, task, plan: list[str]) -> Trajectory:
+    start = env.reset(task)
+    return replay(env, task, plan, source="gold", start=start, keep_admissible=False)
+
+
 def gold_trajectory(env: ScienceWorldEnv, task) -> Trajectory:
     """``task``'s gold path replayed in ``env`` (success: it reached a score of 100), whole (``env`` built with
     ``step_limits=False``: a type's gold paths can be longer than its step limit); ``meta["within_limit"]`` says
@@ -47,7 +60,14 @@ def gold_trajectory(env: ScienceWorldEnv, task) -> Trajectory:
     env.list_admissible = False
     try:
         start = env.reset(task, plan=True)
-        traj = replay(env, task, env.plan, source="gold", start=start, keep_admissible=False)
+        plan = list(env.plan)
+        traj = replay(env, task, plan, source="gold", start=start, keep_admissible=False)
+        after = [s.observation for s in traj.steps[1:]] + [traj.meta["final_observation"]]
+        noop = [k for k, o in enumerate(after) if NO_OP.match(o.strip())]
+        if traj.success and noop:  # the path without its no-op steps, kept only if it still wins
+            shorter = _replayed(env, task, [a for k, a in enumerate(plan) if k not in set(noop)])
+            if shorter.success:
+                traj = shorter.model_copy(update={"meta": shorter.meta | {"dropped_no_ops": len(noop)}})
     finally:
         env.list_admissible = True
     from workbench.envs.scienceworld import STEP_LIMITS

@@ -21,7 +21,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from workbench.agents.policy import predated_options
+from workbench.agents.policy import policy_options, predated_options
+from workbench.envs.benchmarks import benchmark
 from workbench.eval.config import MAX_STEPS, RunConfig, RunIdentity
 from workbench.eval.metrics import by_task_type, episode_metrics
 from workbench.files import (
@@ -178,12 +179,13 @@ def check_resume(cfg: RunConfig, resume: bool) -> set[str]:
             raise ValueError(f"{cfg_path}: --resume, but the adapter of model {cfg.model} changed since this run "
                              f"began ({then} -> {now}: it was retrained); its episodes would mix two agents: "
                              "evaluate it in a new --out")
-        if resume and cfg.memory_base and (then := saved.memory_base_digest):
+        if resume and (then := saved.memory_base_digest):
             now = memory_base_digest(cfg)
             if now != then:
-                raise ValueError(f"{cfg_path}: --resume, but the memory base {cfg.memory_base} changed since this run "
-                                 f"began (digest {then} -> {now}: a refinement committed or rolled back an entry); "
-                                 "its episodes would mix two bases: evaluate the base in a new --out")
+                raise ValueError(f"{cfg_path}: --resume, but the memory base {cfg.memory_base or '(the default)'} "
+                                 f"changed since this run began (digest {then} -> {now}: a refinement committed or rolled "
+                                 "back an entry, or the default base was rebuilt); its episodes would mix two bases: "
+                                 "evaluate the base in a new --out")
     # every episode line is checked now, before anything plays: a damaged file stops the run at once
     return {tid for _, tid, _ in episode_lines(rows)} if resume else set()
 
@@ -194,8 +196,15 @@ def _episode_lines(path: Path) -> list[tuple[str, str]]:
 
 
 def memory_base_digest(cfg: RunConfig) -> str | None:
-    """The content hash of the memory base ``cfg`` reads (None: the default base, which no run edits)."""
-    return MemoryBase(cfg.memory_base).digest() if cfg.memory_base else None
+    """The content hash of the memory base ``cfg`` reads: the one it names, or a benchmark's default base that is
+    built on the machine (ScienceWorld's, from the simulator's gold paths); None: ALFWorld's default base (the
+    committed planner file's, which no run edits) or a policy that reads no base."""
+    if cfg.memory_base:
+        return MemoryBase(cfg.memory_base).digest()
+    if cfg.env != "alfworld" and "memory_base" in policy_options(cfg.memory):
+        default = benchmark(cfg.env).default_memory_base
+        return MemoryBase(default(cfg.env)).digest() if default else None
+    return None
 
 
 def write_run_config(cfg: RunConfig, device: str | None = None) -> None:
@@ -219,8 +228,8 @@ def write_run_config(cfg: RunConfig, device: str | None = None) -> None:
         record["adopted"] = old["adopted"]
     if (adapter := model_adapter_hash(cfg.model)) is not None:  # which weights under the model's name (ditto)
         record["model_adapter"] = adapter
-    if cfg.memory_base:  # which state of an editable base the episodes read (resume refuses another)
-        record["memory_base_digest"] = memory_base_digest(cfg)
+    if (digest := memory_base_digest(cfg)) is not None:  # which state of the base the episodes read (resume
+        record["memory_base_digest"] = digest              # refuses another)
     atomic_write_text(out / "config.json", json.dumps(record, indent=1))
 
 

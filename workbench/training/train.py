@@ -1,4 +1,5 @@
-"""``python -m workbench.training.train``: memory-conditioned behaviour cloning of SmolLM2 on ALFWorld experts.
+"""``python -m workbench.training.train``: memory-conditioned behaviour cloning of SmolLM2 on ALFWorld experts (and,
+with ``--scienceworld``, ScienceWorld's gold paths beside them: one agent for both benchmarks).
 
 Data: valid_train only (planner replays + successful handcoded-search runs); validation loss on valid_seen
 planner trajectories; valid_unseen is never read here. Writes the LoRA adapter (safetensors), the training
@@ -110,12 +111,16 @@ def build_stream(trajs: list, builder: Any, sampler: MemorySampler, dcfg: DataCo
     return stream
 
 
-def build_layout_stream(trajs: list, builder: Any, sampler: Any, dcfg: DataConfig, seed: int, negatives: int = 0):
+def build_layout_stream(trajs: list, builder: Any, sampler: Any, dcfg: DataConfig, seed: int, negatives: int = 0,
+                        joint: Any = None):
     """Like :func:`build_stream`, each trajectory rendered under one layout drawn by ``sampler``
-    (:class:`~workbench.training.layouts.LayoutSampler`); an on-policy trajectory trains on its labels."""
-    # lazy: `--help` and a finished step's skip stay fast without the training stack (peft)
+    (:class:`~workbench.training.layouts.LayoutSampler`); an on-policy trajectory trains on its labels.
+
+    ``joint`` (a :class:`~workbench.training.joint.JointData`): how ScienceWorld's trajectories among ``trajs`` are
+    rendered (their builder, layouts and memory base); None: every trajectory is ALFWorld's."""
     # lazy: `--help` and a finished step's skip stay fast without the training stack (peft)
     from workbench.training.data import build_policy_examples
+    from workbench.training.joint import is_scienceworld
     from workbench.training.layouts import layout_policy
 
     n = len(trajs)
@@ -126,6 +131,10 @@ def build_layout_stream(trajs: list, builder: Any, sampler: Any, dcfg: DataConfi
         epoch, j = divmod(i, n)
         order = orders.setdefault(epoch, epoch_order(n, epoch, seed))
         traj = trajs[order[j]]
+        if joint is not None and is_scienceworld(traj):
+            lay = joint.layout(traj, epoch)
+            return build_policy_examples(traj, joint.builder, joint.policy(lay), None, dcfg.max_pack_tokens,
+                                         negatives, (seed, epoch), memory_id=f"scienceworld/{lay.name}")
         lay = sampler(traj, epoch)
         policy = policies.get(lay.name) or policies.setdefault(lay.name, layout_policy(lay))
         targets = capped_labels(traj, dcfg.on_policy_states, seed, epoch)
@@ -149,20 +158,25 @@ def capped_labels(traj: Any, cap: int, seed: int, epoch: int) -> list | None:
     return [lab if k in keep else None for k, lab in enumerate(labels)]
 
 
-def planned_layouts(trajs: list, sampler: Any, slots: int, seed: int) -> dict:
+def planned_layouts(trajs: list, sampler: Any, slots: int, seed: int, joint: Any = None) -> dict:
     """The mixture a run trains on: the layout of every trajectory slot it will visit, counted (the model card
-    states it)."""
+    states it); with ``joint``, ScienceWorld's slots counted apart (``scienceworld``)."""
     # lazy: `--help` and a finished step's skip stay fast without the training stack (peft)
+    from workbench.training.joint import is_scienceworld
     from workbench.training.layouts import layout_counts
 
     n = len(trajs)
     orders: dict[int, list[int]] = {}
-    chosen = []
+    chosen, sw = [], []
     for i in range(slots):
         epoch, j = divmod(i, n)
         order = orders.setdefault(epoch, epoch_order(n, epoch, seed))
-        chosen.append(sampler(trajs[order[j]], epoch))
-    return layout_counts(chosen)
+        traj = trajs[order[j]]
+        if joint is not None and is_scienceworld(traj):
+            sw.append(joint.layout(traj, epoch))
+        else:
+            chosen.append(sampler(traj, epoch))
+    return layout_counts(chosen) | ({"scienceworld": layout_counts(sw)} if joint is not None else {})
 
 
 def validation_sets(builder: Any, retriever: Any, dcfg: DataConfig) -> dict[str, list[PackedExample]]:
@@ -222,6 +236,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="DAgger's labelled on-policy trajectories to add (repeatable; see workbench dagger)")
     p.add_argument("--on-policy-states", type=int, default=d.on_policy_states, metavar="K",
                    help="an on-policy trajectory trains on at most K of its labelled states per visit (0: all)")
+    p.add_argument("--scienceworld", metavar="SPLIT",
+                   help="also train on ScienceWorld's gold trajectories of SPLIT (train or train@N), each under "
+                        "ScienceWorld's instructions and one of ReAct / ICL / Traj over its memory base: one agent for "
+                        "both benchmarks (issue 48); needs --layouts all")
     p.add_argument("--init-adapter", metavar="NAME_OR_FOLDER",
                    help="start the LoRA weights from a trained adapter (a registered model name such as "
                         "smollm2-135m-alfworld, or an adapter folder) instead of a fresh one; same --r / --alpha. "
@@ -266,21 +284,31 @@ def _train(a: argparse.Namespace) -> int:
     retriever = get_retriever(dcfg.retriever, base)
     on_policy = on_policy_trajectories(a.on_policy or ())
     trajs = trajs + on_policy
+    joint, sw_trajs = None, []
+    if a.scienceworld:
+        if a.layouts != "all":
+            raise ValueError("--scienceworld trains with --layouts all (the v2 recipe)")
+        from workbench.training.joint import JointData, scienceworld_trajectories
+
+        sw_trajs = scienceworld_trajectories(a.scienceworld)
+        joint = JointData.build(tok, n_ctx, seed=cfg.seed)
+        trajs = trajs + sw_trajs
     mixture = None
     if a.layouts == "all":
         # lazy: `--help` and a finished step's skip stay fast without the training stack (peft)
         from workbench.training.layouts import LayoutSampler
 
         layouts = LayoutSampler(seed=cfg.seed)
-        stream = build_layout_stream(trajs, builder, layouts, dcfg, cfg.seed, cfg.negatives)
-        mixture = planned_layouts(trajs, layouts, cfg.updates * cfg.accum, cfg.seed)
+        stream = build_layout_stream(trajs, builder, layouts, dcfg, cfg.seed, cfg.negatives, joint=joint)
+        mixture = planned_layouts(trajs, layouts, cfg.updates * cfg.accum, cfg.seed, joint=joint)
     else:
         if on_policy:
             raise ValueError("--on-policy data is trained with --layouts all (the v1 recipe is expert data only)")
         sampler = MemorySampler(retriever, dcfg.p_no_memory, dcfg.memory_top_k, seed=cfg.seed)
         stream = build_stream(trajs, builder, sampler, dcfg, cfg.seed, cfg.negatives)
     cfg = replace(cfg, data=data_fingerprint(trajs, a.layouts, dcfg) + "/"
-                  + prompt_fingerprint(trajs[0], builder, a.layouts, dcfg))
+                  + prompt_fingerprint(trajs[0], builder, a.layouts, dcfg)
+                  + (f"/scienceworld:{joint.prompt_fingerprint(sw_trajs[0], dcfg.max_pack_tokens)}" if joint else ""))
     if init_folder is not None:
         cfg = replace(cfg, init=f"{a.init_adapter}@{adapter_summary(init_folder)['sha1']}")
     if a.skip_finished and (done := finished_run(out, cfg)) is not None:
@@ -312,6 +340,7 @@ def _train(a: argparse.Namespace) -> int:
         "val_trajectories": len({e.task_id for e in trainer.val_sets.get("traj", [])}),
         "epochs": round(cfg.updates * cfg.accum / len(trajs), 2),
         "on_policy_trajectories": len(on_policy), "on_policy_files": list(a.on_policy or ()),
+        "scienceworld_trajectories": len(sw_trajs), "scienceworld_split": a.scienceworld,
         "layouts": a.layouts, "layout_mixture": mixture,
         **{k: v for k, v in vars(dcfg).items()},
     }
