@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PROFILE ?= default
 PYTEST_ARGS ?=
 
-.PHONY: check-java docs docs-serve gpu-check install install-docs install-server install-browser reproduce test test-fast fuzz lab train-agent train-agent-v1 train-agent-v2-expert-only eval-agent-v2 eval-methods-v2 refine-v2-agmr refine-v2-no-agr refine-v2-agmr-plan-free dtype-table clean-venv
+.PHONY: check-java train-agent-joint docs docs-serve gpu-check install install-docs install-server install-browser reproduce test test-fast fuzz lab train-agent train-agent-v1 train-agent-v2-expert-only eval-agent-v2 eval-methods-v2 refine-v2-agmr refine-v2-no-agr refine-v2-agmr-plan-free dtype-table clean-venv
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -153,6 +153,16 @@ train-agent: install
 	$(BIN)/workbench dagger label --iteration 1
 	$(V2_TRAIN) --out workbench/assets/adapters/smollm2-135m-alfworld-v2 --init-adapter smollm2-135m-alfworld \
 		--on-policy runs/dagger/it0/labelled.jsonl --on-policy runs/dagger/it1/labelled.jsonl
+
+# The joint agent (issue 48): v2's final step (the same recipe, layouts, start from v1 and on-policy data) with
+# ScienceWorld's gold paths of train@10 (290, no-op door openings dropped) beside ALFWorld's 581 trajectories, each
+# ScienceWorld one under ScienceWorld's instructions and ReAct / ICL / Traj over its memory base. 240 updates x 3
+# visit 720 trajectory slots: about 480 ALFWorld ones, as v2's 160 x 3 (so ALFWorld keeps v2's share of training),
+# and about 240 ScienceWorld ones. Resumable (checkpoints every 5 updates): run the target again after a kill.
+train-agent-joint: install check-java
+	$(V2_TRAIN) --updates 240 --out workbench/assets/adapters/smollm2-135m-alfworld-scienceworld \
+		--init-adapter smollm2-135m-alfworld --on-policy runs/dagger/it0/labelled.jsonl \
+		--on-policy runs/dagger/it1/labelled.jsonl --scienceworld train@10
 
 # DAgger's effect (issue 14): the same recipe on the expert trajectories alone, under the same layouts (no rollouts),
 # from the same start (v1's weights) as v2's final step. The fresh-adapter control that went with the from-scratch v2
