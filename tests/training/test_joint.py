@@ -75,3 +75,15 @@ def test_the_mixture_counts_scienceworld_apart(joint):
 def test_only_train_variations_are_trained_on():
     with pytest.raises(ValueError, match="train variations only"):
         scienceworld_trajectories("test@10")
+
+
+def test_a_long_gold_path_trains_on_at_most_k_states_a_visit(joint, tiny_lm):
+    long = _sw(9).model_copy(update={"steps": tuple(
+        Step(observation=f"You look around ({k}).", action=f"look at thing {k}") for k in range(20))})
+    stream = build_layout_stream([long], PromptBuilder(tiny_lm.tokenizer, 4096), LayoutSampler(seed=0),
+                                 DataConfig(on_policy_states=3), seed=0, joint=joint)
+    for epoch in range(3):
+        assert sum(len(ex.steps) for ex in stream(epoch)) == 3
+    whole = build_layout_stream([long], PromptBuilder(tiny_lm.tokenizer, 4096), LayoutSampler(seed=0),
+                                DataConfig(on_policy_states=0), seed=0, joint=joint)
+    assert sum(len(ex.steps) for ex in whole(0)) == 20

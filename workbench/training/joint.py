@@ -5,7 +5,10 @@ A ScienceWorld trajectory is built with ScienceWorld's action-prompt instruction
 (:data:`workbench.envs.scienceworld.INSTRUCTIONS`) and under the layouts that run on ScienceWorld: ReAct (no
 memory), ICL and Traj over the ScienceWorld memory base (the gold trajectories of ``train@10``; a trajectory never
 retrieves its own variation). The working-memory and proactive layouts run ALFWorld's offline algorithms and are
-not drawn for it. ALFWorld's trajectories are rendered exactly as agent v2's recipe renders them.
+not drawn for it. Like an on-policy rollout (``--on-policy-states K``), a gold path trains on at most K of its steps a
+visit, drawn anew each epoch (seeded): whole, a 200-step inclined-plane path under ReAct costs ~1.1M tokens a visit
+(its prompts reach the context at every step), against ~4k for an ALFWorld expert trajectory. ALFWorld's
+trajectories are rendered exactly as agent v2's recipe renders them.
 """
 
 from __future__ import annotations

@@ -119,7 +119,7 @@ def build_layout_stream(trajs: list, builder: Any, sampler: Any, dcfg: DataConfi
     ``joint`` (a :class:`~workbench.training.joint.JointData`): how ScienceWorld's trajectories among ``trajs`` are
     rendered (their builder, layouts and memory base); None: every trajectory is ALFWorld's."""
     # lazy: `--help` and a finished step's skip stay fast without the training stack (peft)
-    from workbench.training.data import build_policy_examples
+    from workbench.training.data import build_policy_examples, imitated
     from workbench.training.joint import is_scienceworld
     from workbench.training.layouts import layout_policy
 
@@ -133,7 +133,12 @@ def build_layout_stream(trajs: list, builder: Any, sampler: Any, dcfg: DataConfi
         traj = trajs[order[j]]
         if joint is not None and is_scienceworld(traj):
             lay = joint.layout(traj, epoch)
-            return build_policy_examples(traj, joint.builder, joint.policy(lay), None, dcfg.max_pack_tokens,
+            # like an on-policy rollout, a long gold path trains on at most on_policy_states of its steps a visit
+            # (an inclined-plane path of 200 steps under ReAct is ~1.1M tokens whole; ~66k with 10 states)
+            labels = [s.action if imitated(s.action) else None for s in traj.steps]
+            targets = capped_labels(traj.model_copy(update={"meta": traj.meta | {"labels": labels}}),
+                                    dcfg.on_policy_states, seed, epoch)
+            return build_policy_examples(traj, joint.builder, joint.policy(lay), targets, dcfg.max_pack_tokens,
                                          negatives, (seed, epoch), memory_id=f"scienceworld/{lay.name}")
         lay = sampler(traj, epoch)
         policy = policies.get(lay.name) or policies.setdefault(lay.name, layout_policy(lay))
