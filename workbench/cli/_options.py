@@ -150,8 +150,8 @@ def add_device(p: argparse.ArgumentParser) -> None:
                    "(bridge); hooked steps always use the bridge")
 
 
-def add_decode(p: argparse.ArgumentParser, help: str) -> None:
-    p.add_argument("--decode", default="score", choices=DECODES, help=help)
+def add_decode(p: argparse.ArgumentParser, help: str, default: str | None = "score") -> None:
+    p.add_argument("--decode", default=default, choices=DECODES, help=help)
 
 
 def add_retriever(p: argparse.ArgumentParser) -> None:

@@ -28,13 +28,36 @@ from workbench.locks import folder_lock
 from workbench.methods.arbiter.variants import ABLATIONS
 from workbench.methods.proactive.triggers import EVENTS
 
-__all__ = ["add_parser", "cmd_run"]
+__all__ = ["add_parser", "cmd_run", "run_config"]
 
 DEFAULT_SPLITS = {"alfworld": "valid_unseen", "scienceworld": "test@10"}
+#: how the agent acts when --decode is not given: ScienceWorld's thousand valid actions a step are written along
+#: their trie (one forward for all of them is ~30 s a step on one core; benchmarks/scienceworld_decode.py)
+DEFAULT_DECODES = {"alfworld": "score", "scienceworld": "constrained"}
 
-DECODE_HELP = ("how the agent acts: score, the admissible command of highest likelihood (default) | generate: "
-               "write Thought/Action, mapped to an admissible command | generate-verbatim: write it and execute it "
-               "as written (an invalid command is answered 'Nothing happens.', as in the papers)")
+DECODE_HELP = ("how the agent acts: score, the admissible command of highest likelihood (ALFWorld's default) | "
+               "generate: write Thought/Action, mapped to an admissible command | generate-verbatim: write it and "
+               "execute it as written (an invalid command is answered 'Nothing happens.', as in the papers) | "
+               "constrained: write it token by token along the admissible commands, a beam of 4 (ScienceWorld's "
+               "default: its valid actions run to a thousand a step)")
+
+
+def run_config(a: argparse.Namespace) -> RunConfig:
+    """The run ``workbench run``'s options describe, with the benchmark's defaults where an option is not given
+    (ScienceWorld: split test@10, the constrained decode, its own step limits, no teacher forcing)."""
+    return RunConfig(
+        out=a.out, env=a.env, split=a.split or DEFAULT_SPLITS.get(a.env.partition(":")[0], "valid_unseen"),
+        tasks=a.tasks, memory=a.memory, model=a.model, retriever=a.retriever,
+        max_steps=a.max_steps if a.max_steps is not None else default_max_steps(a.env),
+        task_types=tuple(a.task_types or ()),
+        # ScienceWorld has no teacher forcing (it would score a thousand commands at every expert step)
+        teacher_forcing=not a.no_teacher_forcing and a.env.partition(":")[0] == "alfworld",
+        decode=a.decode or DEFAULT_DECODES.get(a.env.partition(":")[0], "score"), dtype=a.dtype,
+        teacher_forcing_tasks=a.teacher_forcing_tasks, budget=a.budget, ablation=a.ablation,
+        backend=a.backend, backend_args=tuple(a.backend_arg or ()), interval=a.interval,
+        triggers=tuple(a.trigger or ()), record_admissible=a.record_admissible, memory_base=a.memory_base,
+        window=a.window,
+    )
 
 
 def cmd_run(a: argparse.Namespace) -> int:
@@ -46,16 +69,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     Returns:
         0; errors are raised (``main`` turns them into exit status 2).
     """
-    cfg = RunConfig(
-        out=a.out, env=a.env, split=a.split or DEFAULT_SPLITS.get(a.env.partition(":")[0], "valid_unseen"),
-        tasks=a.tasks, memory=a.memory, model=a.model, retriever=a.retriever,
-        max_steps=a.max_steps or default_max_steps(a.env), task_types=tuple(a.task_types or ()),
-        teacher_forcing=not a.no_teacher_forcing, decode=a.decode, dtype=a.dtype,
-        teacher_forcing_tasks=a.teacher_forcing_tasks, budget=a.budget, ablation=a.ablation,
-        backend=a.backend, backend_args=tuple(a.backend_arg or ()), interval=a.interval,
-        triggers=tuple(a.trigger or ()), record_admissible=a.record_admissible, memory_base=a.memory_base,
-        window=a.window,
-    )
+    cfg = run_config(a)
     with folder_lock(cfg.out):  # a second `run` on this folder refuses at once, naming this process
         if a.adopt_from:
             ids, by_memory = adopt(cfg, a.adopt_from)
@@ -111,10 +125,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "type, which this caps)")
     add_out(r, "the run (config.json, trajectories.jsonl, teacher_forced.json, metrics.json)")
     r.add_argument("--resume", action="store_true", help="continue a killed run: skips finished episodes")
-    r.add_argument("--no-teacher-forcing", action="store_true")
+    r.add_argument("--no-teacher-forcing", action="store_true",
+                   help="play the episodes only (ScienceWorld runs never teacher-force: it would score a thousand "
+                        "valid actions at every expert step)")
     r.add_argument("--teacher-forcing-tasks", metavar="SLICE",
                    help="teacher-force this slice instead of --tasks (default: --tasks)")
-    add_decode(r, DECODE_HELP)
+    add_decode(r, DECODE_HELP, default=None)
     add_dtype(r)
     add_executor(r)
     add_progress(r)
