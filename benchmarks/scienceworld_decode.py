@@ -63,6 +63,8 @@ def main() -> None:
     ap.add_argument("--beams", default="1,4,16")
     ap.add_argument("--max-candidates", type=int, default=1200)
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--alfworld-instructions", action="store_true",
+                    help="the action prompt's system text of ALFWorld (what the first measurement, 2026-12-06, used)")
     a = ap.parse_args()
 
     import torch
@@ -73,8 +75,10 @@ def main() -> None:
     from workbench.models.loading import load_model
 
     torch.set_num_threads(1)
+    from workbench.envs.scienceworld import INSTRUCTIONS
+
     lm = load_model(a.model, dtype=a.dtype)
-    agent = Agent.from_model(lm)
+    agent = Agent.from_model(lm, instructions=None if a.alfworld_instructions else INSTRUCTIONS)
     policy = build_policy("none")
     beams = [int(b) for b in a.beams.split(",")]
     arms = ["score", *[f"constrained@{b}" for b in beams], "generate"]
@@ -108,6 +112,8 @@ def main() -> None:
         rows.append(row)
         print(json.dumps({k2: row[k2] for k2 in ("task_id", "step", "n_valid", "gold", "score_action",
                                                   "score_ms", f"constrained@{beams[-1]}_ms")}), flush=True)
+    if not rows:
+        raise SystemExit(f"no state of {a.split}@{a.per_type} has at most {a.max_candidates} valid actions")
     summary = {}
     for arm in arms:
         summary[arm] = {

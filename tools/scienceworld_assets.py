@@ -37,11 +37,13 @@ def main() -> None:
     finally:
         sim.close()
     limits = {t: int(math.ceil(1.5 * max(g) / 10) * 10) for t, g in gold.items()}
+    from workbench.memory.trajectory import atomic_write_text
+
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps({
+    atomic_write_text(OUT, json.dumps({
         "wheel": f"scienceworld {version('scienceworld')}", "simplifications": "easy",
         "our_step_limits": limits, "our_step_limits_rule": "ceil(1.5 * longest gold path of the first 10 test "
-        "variations / 10) * 10", "gold_lengths": gold, "types": types}, indent=1) + "\n")
+        "variations / 10) * 10", "gold_lengths": gold, "types": types}, indent=1) + "\n")  # whole or not at all
     print(f"wrote {OUT}: {len(types)} types; our limits {limits}")
 
 

@@ -29,14 +29,18 @@ def test_a_beam_as_wide_as_the_candidates_acts_as_score_does(lm):
     assert [s.action for s in wide.steps] == [s.action for s in scored.steps]
     for a, b in zip(wide.meta["steps"], scored.meta["steps"]):
         assert a["p_action"] == pytest.approx(b["p_action"], abs=1e-4)
-    assert BEAM == 4
+    assert BEAM == 16
 
 
 def test_runs_name_their_benchmark_and_refuse_what_it_cannot_do(tmp_path):
     with pytest.raises(ValueError, match="unknown benchmark 'webshop'"):
         RunConfig(out=str(tmp_path / "a"), env="webshop")
     with pytest.raises(ValueError, match="no-teacher-forcing"):
-        RunConfig(out=str(tmp_path / "b"), env="scienceworld", split="test@10")
+        RunConfig(out=str(tmp_path / "b"), env="scienceworld", split="test@10", teacher_forcing=True)
+    sw = RunConfig(out=str(tmp_path / "b"), env="scienceworld", task_types=("boil",))  # ScienceWorld's defaults
+    assert (sw.split, sw.decode, sw.teacher_forcing, sw.max_steps) == ("test@10", "constrained", False, 300)
+    alf = RunConfig(out=str(tmp_path / "b"))  # ALFWorld's, as always
+    assert (alf.split, alf.decode, alf.teacher_forcing, alf.max_steps) == ("valid_unseen", "score", True, 50)
     with pytest.raises(ValueError, match="task_types \\['boil'\\]: alfworld has no such type"):
         RunConfig(out=str(tmp_path / "c"), task_types=("boil",))
     with pytest.raises(ValueError, match="unknown simplification"):

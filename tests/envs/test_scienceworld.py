@@ -75,7 +75,9 @@ def test_bad_types_ids_and_env_names_are_clear_errors():
     with pytest.raises(ValueError, match="unknown simplification.*teleport.*known: none, easy"):
         parse_env_spec("scienceworld:teleport")
     assert parse_env_spec("scienceworld") == "easy" and parse_env_spec("scienceworld:none") == ""
-    assert parse_env_spec("scienceworld:openDoors,teleportAction") == "openDoors,teleportAction"
+    assert parse_env_spec("scienceworld:teleportAction,openDoors") == "teleportAction,openDoors"
+    with pytest.raises(ValueError, match="in this order: scienceworld:teleportAction,openDoors"):
+        parse_env_spec("scienceworld:openDoors,teleportAction")
     with pytest.raises(ValueError, match="unknown benchmark 'webshop'.*alfworld, scienceworld"):
         benchmark("webshop")
     with pytest.raises(ValueError, match="ALFWorld takes no options"):
@@ -199,3 +201,36 @@ def test_a_worker_replays_an_episode_whose_jvm_died_on_a_fresh_one(tiny_lm, tmp_
         assert len(traj["steps"]) == 4 and traj["meta"]["score"] >= 0 and traj["task_id"] == "test/find-animal/225"
     finally:
         worker.close()
+
+
+@pytest.mark.game
+def test_after_an_ambiguous_action_the_candidates_are_the_option_numbers():
+    e = ScienceWorldEnv(step_limits=False)
+    try:
+        task = load_scienceworld_tasks("train@1", ["grow-fruit"])[0]
+        plan = e.expert_plan(task)
+        res = e.reset(task)
+        seen = False
+        for a in plan:
+            if res.observation.startswith("Ambiguous request"):
+                seen = True
+                assert res.admissible_commands[0] == "0" and all(c.isdigit() for c in res.admissible_commands)
+                assert a in res.admissible_commands  # the gold path answers with one of them
+            res = e.step(a)
+        assert seen and res.won
+    finally:
+        e.close()
+
+
+@pytest.mark.game
+def test_gold_paths_drop_their_no_op_door_openings_and_still_win():
+    from workbench.envs.scienceworld_experts import gold_trajectory
+
+    e = ScienceWorldEnv(step_limits=False)
+    try:
+        traj = gold_trajectory(e, load_scienceworld_tasks("train@1", ["use-thermometer"])[0])
+    finally:
+        e.close()
+    assert traj.success and traj.meta["score"] == 100 and traj.meta["dropped_no_ops"] >= 1
+    assert not any(s.observation == "The door is already open." for s in traj.steps)
+    assert traj.meta["within_limit"] == (traj.n_steps <= STEP_LIMITS["use-thermometer"])

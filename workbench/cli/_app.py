@@ -25,6 +25,7 @@ from workbench.cli import (
     sweep,
     utilization,
 )
+from workbench.envs.base import SimulatorDiedError
 from workbench.eval.executor import JobError
 from workbench.eval.sweep_status import ConcurrentSweepError
 from workbench.files import FormatError
@@ -44,7 +45,8 @@ COMMANDS = (run, sweep, refine, memory, llm_stages, proactive_sft, dagger, merge
 # errors a user can fix from the message alone: one line on stderr and exit status 2, no traceback
 USER_ERRORS = (ValueError, FileNotFoundError, FileExistsError, JobError, ConcurrentSweepError, FormatError,
                FolderBusyError, OSError,  # OSError: a full disk, a permission, a path that is a file: not bugs
-               LLMError)  # an endpoint that is down or misconfigured: the message names it (and --resume continues)
+               LLMError,  # an endpoint that is down or misconfigured: the message names it (and --resume continues)
+               SimulatorDiedError)  # a benchmark's simulator killed twice under one episode (--resume continues)
 
 
 def build_parser() -> argparse.ArgumentParser:

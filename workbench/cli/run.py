@@ -19,7 +19,6 @@ from workbench.cli._options import (
     add_tasks,
     print_summary,
 )
-from workbench.envs.benchmarks import default_max_steps
 from workbench.envs.normalize import TASK_TYPE_PREFIXES
 from workbench.eval.adoption import adopt
 from workbench.eval.config import RunConfig
@@ -30,15 +29,10 @@ from workbench.methods.proactive.triggers import EVENTS
 
 __all__ = ["add_parser", "cmd_run", "run_config"]
 
-DEFAULT_SPLITS = {"alfworld": "valid_unseen", "scienceworld": "test@10"}
-#: how the agent acts when --decode is not given: ScienceWorld's thousand valid actions a step are written along
-#: their trie (one forward for all of them is ~30 s a step on one core; benchmarks/scienceworld_decode.py)
-DEFAULT_DECODES = {"alfworld": "score", "scienceworld": "constrained"}
-
 DECODE_HELP = ("how the agent acts: score, the admissible command of highest likelihood (ALFWorld's default) | "
                "generate: write Thought/Action, mapped to an admissible command | generate-verbatim: write it and "
                "execute it as written (an invalid command is answered 'Nothing happens.', as in the papers) | "
-               "constrained: write it token by token along the admissible commands, a beam of 4 (ScienceWorld's "
+               "constrained: write it token by token along the admissible commands, a beam of 16 (ScienceWorld's "
                "default: its valid actions run to a thousand a step)")
 
 
@@ -46,13 +40,12 @@ def run_config(a: argparse.Namespace) -> RunConfig:
     """The run ``workbench run``'s options describe, with the benchmark's defaults where an option is not given
     (ScienceWorld: split test@10, the constrained decode, its own step limits, no teacher forcing)."""
     return RunConfig(
-        out=a.out, env=a.env, split=a.split or DEFAULT_SPLITS.get(a.env.partition(":")[0], "valid_unseen"),
+        out=a.out, env=a.env, split=a.split,
         tasks=a.tasks, memory=a.memory, model=a.model, retriever=a.retriever,
-        max_steps=a.max_steps if a.max_steps is not None else default_max_steps(a.env),
+        max_steps=a.max_steps,
         task_types=tuple(a.task_types or ()),
-        # ScienceWorld has no teacher forcing (it would score a thousand commands at every expert step)
-        teacher_forcing=not a.no_teacher_forcing and a.env.partition(":")[0] == "alfworld",
-        decode=a.decode or DEFAULT_DECODES.get(a.env.partition(":")[0], "score"), dtype=a.dtype,
+        teacher_forcing=False if a.no_teacher_forcing else None,  # None: the benchmark's (ScienceWorld: off)
+        decode=a.decode, dtype=a.dtype,
         teacher_forcing_tasks=a.teacher_forcing_tasks, budget=a.budget, ablation=a.ablation,
         backend=a.backend, backend_args=tuple(a.backend_arg or ()), interval=a.interval,
         triggers=tuple(a.trigger or ()), record_admissible=a.record_admissible, memory_base=a.memory_base,

@@ -27,7 +27,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import weakref
 from dataclasses import dataclass
@@ -36,7 +35,7 @@ from pathlib import Path
 
 from workbench.envs.base import DataRootError, SimulatorDiedError, StepResult, Task
 
-__all__ = ["INSTRUCTIONS", "ScienceWorldEnv", "SimulatorDiedError", "JavaMissingError", "TASK_TYPES", "STEP_LIMITS", "ETO_TYPES",
+__all__ = ["INSTRUCTIONS", "ScienceWorldEnv", "SimulatorDiedError", "SimulatorError", "JavaMissingError", "TASK_TYPES", "STEP_LIMITS", "ETO_TYPES",
            "LONG_TYPES", "SPLITS", "SIMPLIFICATIONS", "load_scienceworld_tasks", "parse_split", "parse_env_spec",
            "java_version", "variations"]
 
@@ -53,6 +52,9 @@ INSTRUCTIONS = (
     "pick up thermometer, open freezer, move metal pot to stove, activate stove, use thermometer on water, "
     "focus on water, wait1. Focus only on what the task names: focusing on anything else fails the task."
 )
+#: how the simulator asks which of several matching objects an action meant; the next input is an option's number
+AMBIGUOUS = "Ambiguous request:"
+AMBIGUOUS_OPTION = re.compile(r"^(\d+):\t", re.M)
 #: never a candidate: it restarts the simulator's task under the agent (a written action still reaches the game)
 EXCLUDED_ACTIONS = ("reset task",)
 
@@ -77,8 +79,13 @@ ETO_TYPES = tuple(_ETO_LIMITS)
 LONG_TYPES = tuple(t for t, n in _ETO_LIMITS.items() if n >= 60)
 
 
-class JavaMissingError(RuntimeError):
-    """No Java runtime to run the simulator; the message says how to install one."""
+class JavaMissingError(DataRootError):
+    """No Java runtime to run the simulator; the message says how to install one (a missing prerequisite, as a
+    missing data folder is: the CLI reports it as the user's to fix)."""
+
+
+class SimulatorError(ValueError):
+    """The simulator (alive) refused an input or failed on a task: the message names the step and the task."""
 
 
 @lru_cache(maxsize=1)
@@ -187,6 +194,10 @@ def parse_env_spec(env: str) -> str:
     if bad or not rest:
         raise ValueError(f"env '{env}': unknown simplification(s) {bad or [rest]} (known: none, "
                          f"{', '.join(SIMPLIFICATIONS)})")
+    if len(set(parts)) != len(parts) or parts != sorted(parts, key=SIMPLIFICATIONS.index):
+        canonical = ",".join(sorted(set(parts), key=SIMPLIFICATIONS.index))
+        raise ValueError(f"env '{env}': write the simplifications once each, in this order: scienceworld:{canonical} "
+                         "(one protocol, one name: a run folder and its caches are keyed by it)")
     return ",".join(parts)
 
 
@@ -244,44 +255,32 @@ def _jar_path() -> str:
 
 @dataclass
 class _Jvm:
-    """One simulator process: the wheel's interface object and the JVM's pid (stopped by pid, whatever state the
-    py4j gateway is in)."""
+    """One simulator process: the wheel's interface object and the JVM's process (stopped through its ``Popen``
+    object, by its pid, whatever state the py4j gateway is in; a process already reaped is never signalled, so a
+    reused pid is safe)."""
 
     sim: object
     pid: int
 
-    def stop(self) -> None:
+    def stop(self, grace_s: float = 5.0) -> None:
         gateway = self.sim._gateway
+        proc = gateway.java_process
         try:
-            if gateway.java_process.poll() is None:
+            if proc.poll() is None:
                 self.sim.close()
             else:  # a dead JVM: nothing to tell it, only the callback server's thread to stop here
                 gateway.shutdown_callback_server(raise_exception=False)
-        except Exception:  # noqa: BLE001 - the gateway may be gone already; the pid below is what counts
+        except Exception:  # noqa: BLE001 - the gateway may be gone already; the process below is what counts
             pass
-        _kill(self.pid)
-        self.sim.close = lambda: None  # the wheel's __del__ closes again and would write to the dead JVM's pipe
-
-
-def _kill(pid: int, grace_s: float = 5.0) -> None:
-    """Stop process ``pid``: SIGTERM, then SIGKILL if it is still there after ``grace_s``; reaped when it is our
-    child (the JVM py4j started), so no zombie is left."""
-    import time
-
-    for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
-            os.kill(pid, sig)
-        except (ProcessLookupError, PermissionError):
-            return
-        deadline = time.monotonic() + grace_s
-        while time.monotonic() < deadline:
-            try:
-                done, _ = os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:  # not our child (or reaped already): watch it go
-                done = pid if not os.path.exists(f"/proc/{pid}") else 0
-            if done == pid:
-                return
-            time.sleep(0.02)
+            proc.terminate()
+            proc.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(grace_s)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+        self.sim.close = lambda: None  # the wheel's __del__ closes again and would write to the dead JVM's pipe
 
 
 _LIVE: "weakref.WeakSet[ScienceWorldEnv]" = weakref.WeakSet()
@@ -319,6 +318,7 @@ class ScienceWorldEnv:
         self._score = 0  # the simulator's current score (-100..100)
         self._best = 0  # the highest score of the episode (ETO's)
         self._done = False
+        self._options: tuple[str, ...] = ()  # the numbers an ambiguity prompt offers (empty: none pending)
         self.plan: list[str] = []
         #: list the valid actions at every step (False: ``admissible_commands`` is empty, for a replay of a known
         #: action sequence that reads none)
@@ -346,11 +346,20 @@ class ScienceWorldEnv:
 
     def _call(self, what: str, fn, *args):
         """``fn(*args)`` on the simulator; a dead JVM becomes :class:`SimulatorDiedError` (and is cleaned up)."""
-        from py4j.protocol import Py4JError
+        from py4j.protocol import Py4JError, Py4JJavaError
 
         try:
             return fn(*args)
+        except Py4JJavaError as e:  # the JVM is alive and threw: the input or the task, not the process
+            task = self._task.task_id if self._task else "no task"
+            raise SimulatorError(f"ScienceWorld's simulator failed during {what} of {task}: "
+                                 f"{str(e.java_exception)[:300]}") from e
         except (Py4JError, ConnectionError, OSError, EOFError) as e:
+            if self._jvm is not None and self._jvm.sim._gateway.java_process.poll() is None and not isinstance(
+                    e, (ConnectionError, EOFError)):
+                task = self._task.task_id if self._task else "no task"
+                raise SimulatorError(f"ScienceWorld's simulator failed during {what} of {task} "
+                                     f"({type(e).__name__}: {str(e)[:300]})") from e
             dead = self._jvm
             self._jvm = None
             if dead is not None:
@@ -385,7 +394,8 @@ class ScienceWorldEnv:
         sequence is generated too (``self.plan``)."""
         self._task = task
         if self._jvm is not None and self._jvm.sim._gateway.java_process.poll() is not None:
-            self._jvm = None  # died between episodes: start another
+            dead, self._jvm = self._jvm, None  # died between episodes: clean up, start another
+            dead.stop()
         self._load(task, plan)
         server = self._sim().server
         self.plan = self._lines("gold path", server.getGoldActionSequence) if plan else []
@@ -406,7 +416,11 @@ class ScienceWorldEnv:
         return [x for x in str(joined).split("\n") if x] if joined else []
 
     def admissible(self) -> tuple[str, ...]:
-        """The simulator's valid action-object combinations now (deduplicated; ``reset task`` left out)."""
+        """The simulator's valid action-object combinations now (deduplicated; ``reset task`` left out). After an
+        ambiguous action ("Ambiguous request: Please enter the number ..."), the simulator reads a number next:
+        the candidates are then the numbers of the options it lists (``0``, ``1`` ...)."""
+        if self._options:
+            return self._options
         seen: dict[str, None] = {}
         for a in self._lines("valid actions", self._jvm.sim.server.getValidActionObjectCombinations):
             a = " ".join(a.split())
@@ -415,6 +429,7 @@ class ScienceWorldEnv:
         return tuple(seen)
 
     def _result(self, obs: str, reward: float) -> StepResult:
+        self._options = tuple(AMBIGUOUS_OPTION.findall(obs)) if obs.startswith(AMBIGUOUS) else ()
         won = self._best >= 100
         done = self._done or won or self._steps >= self.max_steps
         return StepResult(observation=obs.strip(), reward=reward, done=done, won=won,

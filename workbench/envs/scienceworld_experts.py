@@ -3,7 +3,7 @@
 The gold path of a variation is what the simulator's own solver writes for it (``generateGoldPath``); replayed in
 the same simulator it reaches a score of 100 (a replay that does not is kept, marked unsuccessful, and left out of
 the memory base). The solver opens doors the ``easy`` simplification has opened already ("The door is already
-open.": 914 of 12,126 gold steps of ``train@10``); those no-op steps are dropped and the shorter path replayed, and
+open.": 916 of the gold steps of ``train@10``'s 290 variations); those no-op steps are dropped and the shorter path replayed, and
 kept only if it still wins (``meta.dropped_no_ops`` counts them), so an agent cloned on it does not learn to spend
 steps on them. Only gold-path states are labelled: the wheel's solver plans from a task's start, not from an
 arbitrary state, so an off-plan state has no expert action (``docs/guide/benchmarks.md``).
@@ -11,7 +11,8 @@ arbitrary state, so an off-plan state has no expert action (``docs/guide/benchma
 Trajectories are computed once per split and cached, one line per variation as each finishes (a killed build
 resumes where it stopped), under ``cache_root()/experts/scienceworld/<wheel>-<simplifications>/<split>/gold.jsonl``.
 The default memory base is the successful gold trajectories of ``train@10`` (the first 10 train variations of
-every type: 280 trajectories, the scale of ETO's 1,483 SFT trajectories over 24 types, capped for 2 cores); a
+every type: 290 variations, 289 of whose gold paths win (the solver's path for ``train/grow-fruit/7`` ends at 50),
+the scale of ETO's 1,483 SFT trajectories over 24 types, capped for 2 cores); a
 test or dev episode never retrieves its own variation (they are not in it), a train episode never its own
 (retrieval never returns the query's own game).
 """
@@ -62,17 +63,18 @@ def gold_trajectory(env: ScienceWorldEnv, task) -> Trajectory:
         start = env.reset(task, plan=True)
         plan = list(env.plan)
         traj = replay(env, task, plan, source="gold", start=start, keep_admissible=False)
+        score = env.score  # of this replay (a later one changes env.score)
         after = [s.observation for s in traj.steps[1:]] + [traj.meta["final_observation"]]
         noop = [k for k, o in enumerate(after) if NO_OP.match(o.strip())]
         if traj.success and noop:  # the path without its no-op steps, kept only if it still wins
             shorter = _replayed(env, task, [a for k, a in enumerate(plan) if k not in set(noop)])
             if shorter.success:
-                traj = shorter.model_copy(update={"meta": shorter.meta | {"dropped_no_ops": len(noop)}})
+                traj, score = shorter.model_copy(update={"meta": shorter.meta | {"dropped_no_ops": len(noop)}}), env.score
     finally:
         env.list_admissible = True
     from workbench.envs.scienceworld import STEP_LIMITS
 
-    return traj.model_copy(update={"meta": traj.meta | {"score": env.score, "variation": task.meta["variation"],
+    return traj.model_copy(update={"meta": traj.meta | {"score": score, "variation": task.meta["variation"],
                                                         "within_limit": traj.n_steps <= STEP_LIMITS[task.task_type]}})
 
 

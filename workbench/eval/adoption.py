@@ -59,8 +59,8 @@ def adopt_episodes(cfg: RunConfig, source: str | Path) -> list[str]:
         raise ValueError(f"{src}: played with other parameters than {cfg.out} {diff}; its episodes are not this "
                          "run's")
     _check_same_agent(cfg, src, saved)
-    if cfg.memory_base and saved.get("memory_base_digest") != memory_base_digest(cfg):
-        raise ValueError(f"{src}: played over another state of the memory base {cfg.memory_base}")
+    if (now := memory_base_digest(cfg)) is not None and saved.get("memory_base_digest") != now:
+        raise ValueError(f"{src}: played over another state of the memory base {cfg.memory_base or '(the default)'}")
     done = check_resume(cfg, resume=True)  # refuses a folder of other parameters before anything is written
     wanted = {t.task_id for t in select_tasks(cfg)} - done
     adopted = [(tid, line) for tid, line in _episode_lines(src / "trajectories.jsonl") if tid in wanted]
@@ -102,9 +102,9 @@ def adopt_same_memory(cfg: RunConfig, source: str | Path) -> list[str]:
                          "and its parameters may differ)")
     _check_same_agent(cfg, src, saved)
     theirs_cfg = replace(cfg, **{k: theirs.get(k) for k in SAME_MEMORY_MAY_DIFFER})
-    if theirs_cfg.memory_base and saved.get("memory_base_digest") != memory_base_digest(theirs_cfg):
-        raise ValueError(f"{src}: its memory base {theirs_cfg.memory_base} changed since it was played; its "
-                         "episodes cannot be compared with today's base")
+    if (now := memory_base_digest(theirs_cfg)) is not None and saved.get("memory_base_digest") != now:
+        raise ValueError(f"{src}: its memory base {theirs_cfg.memory_base or '(the default)'} changed since it was "
+                         "played; its episodes cannot be compared with today's base")
     done = check_resume(cfg, resume=True)
     tasks = {t.task_id: t for t in select_tasks(cfg) if t.task_id not in done}
     ours, other = policy_for(cfg), policy_for(theirs_cfg)

@@ -32,7 +32,10 @@ class RunConfig:
     """One batch run.
 
     Attributes:
-        split: task split (valid_unseen, valid_seen, valid_train).
+        env: the benchmark (``workbench.envs.benchmarks``): alfworld, scienceworld (``scienceworld:none`` ...).
+            ``split``, ``max_steps``, ``teacher_forcing`` and ``decode`` left unset take its defaults (ALFWorld:
+            valid_unseen, 50, on, score; ScienceWorld: test@10, its longest type limit, off, constrained).
+        split: task split (valid_unseen, valid_seen, valid_train; ScienceWorld: train, dev, test, test@10 ...).
         tasks: a Python-style slice of the split's sorted task list ("0:20", ":", "5") or "all".
         memory: memory policy name (none, icl, traj).
         model: model name or path for ``load_model``.
@@ -55,22 +58,22 @@ class RunConfig:
         triggers: its extra event triggers (failed, repeated, new-location).
         record_admissible: keep every step's admissible commands in the episode records (on-policy data).
         memory_base: the memory base folder icl / traj / awm read (e.g. one ``workbench refine`` wrote); None: the
-            default base (valid_train expert trajectories).
+            benchmark's default base (ALFWorld: valid_train expert trajectories; ScienceWorld: train@10 gold paths).
         window: how many recent steps the proactive memory agent reads (8 when not given: the authors' public
             configuration; run folders written before it was an option were played with 10).
     """
 
     out: str
     env: str = "alfworld"
-    split: str = "valid_unseen"
+    split: str = None  # type: ignore[assignment]  # the benchmark's default (valid_unseen; ScienceWorld: test@10)
     tasks: str = "0:20"
     memory: str = "traj"
     model: str = DEFAULT_AGENT  # agent v2; "smollm2-135m-alfworld" is v1, "smollm2-135m-instruct" the untrained model
     retriever: str = "minilm"
-    max_steps: int = 50
+    max_steps: int = None  # type: ignore[assignment]  # the benchmark's default (50; ScienceWorld: its type limits)
     task_types: tuple[str, ...] = ()
-    teacher_forcing: bool = True
-    decode: str = "score"
+    teacher_forcing: bool = None  # type: ignore[assignment]  # the benchmark's default (on; ScienceWorld: off)
+    decode: str = None  # type: ignore[assignment]  # the benchmark's default (score; ScienceWorld: constrained)
     seed: int = 0
     dtype: str = "float32"
     teacher_forcing_tasks: str | None = None
@@ -90,11 +93,16 @@ class RunConfig:
         return self.teacher_forcing_tasks or self.tasks
 
     def __post_init__(self) -> None:
+        if not isinstance(self.env, str):
+            raise ValueError(f"env {self.env!r}: expected a string")
+        bench = benchmark(self.env)  # a clear error for an unknown env, naming the known ones
+        for name in ("split", "max_steps", "teacher_forcing", "decode"):  # what the run leaves unset: the benchmark's
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, bench.defaults[name])
         self._check_types()
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype '{self.dtype}': expected one of {', '.join(DTYPES)}")
         check_decode(self.decode)
-        bench = benchmark(self.env)  # a clear error for an unknown env, naming the known ones
         unknown = sorted(set(self.task_types) - set(bench.task_types))
         if unknown:
             raise ValueError(f"task_types {unknown}: {self.env} has no such type (types: {', '.join(bench.task_types)})")
@@ -151,6 +159,11 @@ class RunConfig:
             if opt in valid:
                 value = valid[opt]
                 object.__setattr__(self, opt, tuple(value) if isinstance(value, list) else value)
+        if self.env != "alfworld" and isinstance(self.backend, str) and self.backend.startswith("offline-alfworld"):
+            raise ValueError(f"--memory {self.memory} on {self.env}: its LLM stages would run {self.backend}, "
+                             "ALFWorld's deterministic algorithms, on another benchmark's text; give it an LLM "
+                             "(--backend openai --backend-arg base_url=http://HOST:PORT/v1, or --backend local: "
+                             "`workbench list backends`)")
 
     @property
     def options(self) -> dict:
@@ -159,8 +172,8 @@ class RunConfig:
 
     def policy_key(self) -> tuple:
         """What a policy built for this run depends on (a worker reuses one policy per key)."""
-        return (self.memory, self.retriever, self.budget, self.ablation, self.backend, self.backend_args,
-                self.interval, self.triggers, self.window, self.memory_base)
+        return (self.env, self.memory, self.retriever, self.budget, self.ablation, self.backend, self.backend_args,
+                self.interval, self.triggers, self.window, self.memory_base)  # env: its default memory base
 
     @property
     def method(self) -> str:

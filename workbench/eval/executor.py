@@ -202,7 +202,19 @@ class RayExecutor:
             print(f"workbench: a worker died during the {job.describe()}; replaying it on a fresh worker",
                   file=sys.stderr, flush=True)
 
-    def close(self) -> None:
+    def close(self, grace_s: float = 10.0) -> None:
+        # each worker first closes its environments (a ScienceWorld JVM stopped by its pid), then is killed
+        closing = []
+        for actor in self._actors:
+            try:
+                closing.append(actor.close.remote())
+            except Exception:  # already gone
+                pass
+        if closing:
+            try:
+                self._ray.wait(closing, num_returns=len(closing), timeout=grace_s)
+            except Exception:  # a dead worker's call fails: its JVM died with it (py4j's die-on-exit)
+                pass
         for actor in self._actors:
             try:
                 self._ray.kill(actor)
