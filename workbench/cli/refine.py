@@ -41,7 +41,7 @@ def cmd_refine(a: argparse.Namespace) -> int:
     cfg = RefineConfig(split=a.split, tasks=a.tasks, model=a.model, dtype=a.dtype, heads=heads, backend=a.backend,
                        backend_args=tuple(a.backend_arg or ()), variant=a.variant, max_attempts=a.max_attempts,
                        reward_gain=a.reward_gain, weak_rule=a.weak_rule, retriever=a.retriever,
-                       max_steps=a.max_steps, source=a.base, reflector_sees_plan=a.reflector_sees_plan)
+                       max_steps=a.max_steps, source=a.base, reflector_sees_plan=a.reflector_sees_plan, env=a.env)
     stats = refine(cfg, a.base_out, adopt_from=a.adopt_executions_from)
     print(json.dumps({k: v for k, v in stats.items() if k not in ("config", "source")} | {"base": a.base_out}))
     return 0
@@ -51,7 +51,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``workbench refine``."""
     rf = sub.add_parser("refine", help="AGMR: refine a copy of a memory base on a split's tasks (Algorithm 1: "
                         "execute, reflect, refine with C, verify by re-execution, commit or roll back); resumes")
-    rf.add_argument("--split", default="valid_seen")
+    rf.add_argument("--env", default="alfworld", help="the benchmark: alfworld (default) | scienceworld (needs an "
+                    "LLM --backend; refines on dev@2 by default, never on test)")
+    rf.add_argument("--split", help="the refinement split (ALFWorld: valid_seen; ScienceWorld: dev@2, or train@N)")
     add_tasks(rf, ALL_TASKS, "the tasks to refine on")
     add_out(rf, "the refined base (a copy; created, or resumed)", "--base-out")
     rf.add_argument("--base", metavar="DIR", help="the base to refine (default: valid_train expert trajectories)")
@@ -70,11 +72,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     rf.add_argument("--max-attempts", type=int, default=3, help="K, failure-branch attempts")
     rf.add_argument("--reward-gain", type=float, default=0.3,
                     help="also accept a failure edit whose reward rises this much")
-    rf.add_argument("--weak-rule", default="relative", help="relative | global_capped | global (appendix E.2)")
+    rf.add_argument("--weak-rule", help="relative | global_capped | global (appendix E.2; default: the paper's for the "
+                    "benchmark, relative for ALFWorld, global_capped for ScienceWorld)")
     add_model(rf)
     add_dtype(rf)
     add_device(rf)
     add_heads(rf, "retrieval heads", neither=" (neither --scores nor --heads: its committed retrieval heads)")
     add_retriever(rf)
-    rf.add_argument("--max-steps", type=int, default=50)
+    rf.add_argument("--max-steps", type=int, help="the step limit (ALFWorld: 50; ScienceWorld: its limits per type)")
     rf.set_defaults(fn=cmd_refine)

@@ -127,7 +127,14 @@ def utilization_summary(rows: Sequence[Sequence[float]], weak_rule: str, weak: s
 
 
 def reward(traj: Trajectory) -> float:
-    return 1.0 if traj.success else max((s.reward for s in traj.steps), default=0.0)
+    """An episode's reward in 0-1: 1 on success; else a graded benchmark's score / 100 (ScienceWorld's, in
+    ``meta.score``), else the largest step reward (ALFWorld's are 0 until the winning step)."""
+    if traj.success:
+        return 1.0
+    score = traj.meta.get("score")
+    if isinstance(score, (int, float)):
+        return max(0.0, min(1.0, score / 100.0))
+    return max((s.reward for s in traj.steps), default=0.0)
 
 
 def error_text(e: Exception) -> str:

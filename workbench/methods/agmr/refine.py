@@ -47,7 +47,7 @@ from workbench.agents.loop import Agent
 from workbench.agents.policy import FixedEntry
 from workbench.attention import default_retrieval_heads
 from workbench.attention.diagnosis import diagnose_column, entry_scale
-from workbench.envs.alfworld import ALFWorldEnv, load_alfworld_tasks
+from workbench.envs.benchmarks import benchmark, load_tasks, make_env
 from workbench.envs.memory_base import expert_trajectories_for
 from workbench.envs.selection import parse_task_slice
 from workbench.llm import LLMOutputError, run_stage
@@ -151,7 +151,7 @@ class Refiner:
     Args:
         base: the base being refined (committed to in place).
         agent: an :class:`~workbench.agents.Agent` (decode ``score``).
-        env: an ALFWorld environment.
+        env: the benchmark's environment (ALFWorld, ScienceWorld).
         heads: the retrieval heads.
         backend: the LLM stages' backend.
         config: the parameters.
@@ -407,7 +407,7 @@ class Refiner:
 
 
 #: The parameters two refinements must share for an execution of one to stand for the same execution of the other.
-ADOPTION_KEYS = ("split", "model", "dtype", "heads", "max_steps")
+ADOPTION_KEYS = ("env", "split", "model", "dtype", "heads", "max_steps")
 
 
 def adoptable_executions(folder: str | Path, config: RefineConfig) -> dict[tuple[str, str], tuple[str, Execution]]:
@@ -462,17 +462,21 @@ def _refine(config: RefineConfig, out: str | Path, *, lm: Any, progress: bool, s
     adoptable = adoptable_executions(adopt_from, config) if adopt_from is not None else {}
     base, done = prepare(root, config)
     _, log_path, exec_path = refine_paths(root)
-    tasks = load_alfworld_tasks(config.split)
+    tasks = load_tasks(config.env, config.split)
     tasks = [tasks[i] for i in parse_task_slice(config.tasks, len(tasks))]
     todo = [t for t in tasks if t.task_id not in done]
     if stop_after is not None:
         todo = todo[:stop_after]
     if todo:
-        experts = {t.task_id: t for t in expert_trajectories_for(config.split)}
+        experts = {t.task_id: t for t in _experts(config.env, config.split)}
         plans = {k: t.actions() for k, t in experts.items()}
         lm = lm or load_model(config.model, dtype=config.dtype)
-        agent = Agent.from_model(lm, record_admissible=True)  # the offline reflector replays states with them
-        env = ALFWorldEnv(max_steps=config.max_steps)
+        bench = benchmark(config.env)
+        # the offline reflector replays ALFWorld states with their admissible commands (ScienceWorld's, a thousand
+        # a step, are not kept); the agent acts as the benchmark's runs act (ScienceWorld: the constrained decode)
+        agent = Agent.from_model(lm, record_admissible=config.env == "alfworld", decode=bench.default_decode,
+                                 instructions=bench.instructions)
+        env = make_env(config.env, config.max_steps)
         refiner = Refiner(base, agent, env, config.heads, backend, config, plans,
                           on_execution=lambda e: append_jsonl(exec_path, e), adoptable=adoptable)
         counts: Counter = Counter()
@@ -488,6 +492,16 @@ def _refine(config: RefineConfig, out: str | Path, *, lm: Any, progress: bool, s
             env.close()
             getattr(backend, "close", lambda: None)()  # a served backend stops its server here
     return refine_stats(root)
+
+
+def _experts(env: str, split: str) -> list:
+    """The expert trajectories of a refinement split (ALFWorld's planner's; ScienceWorld's gold paths)."""
+    if env == "alfworld":
+        return expert_trajectories_for(split)
+    from workbench.envs.scienceworld import parse_env_spec
+    from workbench.envs.scienceworld_experts import gold_trajectories
+
+    return gold_trajectories(split, parse_env_spec(env), progress=False)
 
 
 def _goal(env: Any, task: Any) -> str:

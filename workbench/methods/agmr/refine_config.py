@@ -12,8 +12,12 @@ __all__ = ["VARIANTS", "LEGACY_IDENTITY", "RefinementError", "RefineConfig", "sa
 
 VARIANTS = ("agmr", "no-agr")
 
-#: What a refinement saved before a parameter existed did: its reflector always read the expert plan.
-LEGACY_IDENTITY = {"reflector_sees_plan": True}
+#: What a refinement saved before a parameter existed did: its reflector always read the expert plan, on ALFWorld.
+LEGACY_IDENTITY = {"reflector_sees_plan": True, "env": "alfworld"}
+#: E.2's weak-utilization rule per benchmark (the paper's: relative for ALFWorld, a capped global threshold for SciWorld)
+WEAK_RULES = {"alfworld": "relative", "scienceworld": "global_capped"}
+#: the split refined when none is given (never the test split: ALFWorld's valid_seen; ScienceWorld's dev variations)
+REFINE_SPLITS = {"alfworld": "valid_seen", "scienceworld": "dev@2"}
 
 
 def saved_identity(saved: dict) -> dict:
@@ -41,13 +45,17 @@ class RefineConfig:
         retriever: how m* is retrieved (as the Traj condition).
         max_steps: episode step limit.
         source: the base refined (a folder); None: the default memory base (valid_train expert trajectories).
+        env: the benchmark (``alfworld``, ``scienceworld``); ``split``, ``weak_rule`` and ``max_steps`` left unset
+            take its defaults (ALFWorld: valid_seen, relative, 50; ScienceWorld: dev@2, global_capped, its type
+            limits). A ScienceWorld refinement needs an LLM backend (the offline algorithms are ALFWorld's) and is
+            refused on test variations.
         reflector_sees_plan: show the reflector the refinement task's expert plan (its "Reference plan" field; the
             offline reflector then localises the error with the plan-tracking oracle). False, the default, is the
             paper's reflector, which sees the memory m* and the trajectory tau only. A refinement saved before this
             option existed read the plan (:data:`LEGACY_IDENTITY`).
     """
 
-    split: str = "valid_seen"
+    split: str = None  # type: ignore[assignment]  # the benchmark's (REFINE_SPLITS)
     tasks: str = "all"
     model: str = DEFAULT_AGENT
     dtype: str = "float32"
@@ -57,13 +65,30 @@ class RefineConfig:
     variant: str = "agmr"
     max_attempts: int = 3
     reward_gain: float = 0.3
-    weak_rule: str = "relative"
+    weak_rule: str = None  # type: ignore[assignment]  # the benchmark's (WEAK_RULES)
     retriever: str = "minilm"
-    max_steps: int = 50
+    max_steps: int = None  # type: ignore[assignment]  # the benchmark's (50; ScienceWorld: its type limits)
     source: str | None = None
     reflector_sees_plan: bool = False
+    env: str = "alfworld"
 
     def __post_init__(self) -> None:
+        from workbench.envs.benchmarks import benchmark
+
+        bench = benchmark(self.env)  # a clear error for an unknown benchmark
+        name = self.env.partition(":")[0]
+        for field, value in (("split", REFINE_SPLITS.get(name, "valid_seen")),
+                             ("weak_rule", WEAK_RULES.get(name, "relative")), ("max_steps", bench.max_steps)):
+            if getattr(self, field) is None:
+                object.__setattr__(self, field, value)
+        if name == "scienceworld":
+            if self.split.partition("@")[0] == "test":
+                raise ValueError(f"split {self.split}: AGMR refines on train or dev variations, never test (the "
+                                 "refined base is evaluated on test)")
+            if self.backend.startswith("offline-alfworld"):
+                raise ValueError("a ScienceWorld refinement's reflector and refiner need an LLM (--backend "
+                                 "llama-server, openai or local: `workbench list backends`); offline-alfworld runs "
+                                 "ALFWorld's deterministic algorithms")
         # integers only (a float 20.7 is refused, never truncated to 20), distinct; empty: the committed heads
         object.__setattr__(self, "heads", tuple(check_heads(self.heads, "refinement heads", required=False)))
         object.__setattr__(self, "backend_args", tuple(self.backend_args))

@@ -101,8 +101,12 @@ def _open_base(root: Path, config: RefineConfig) -> MemoryBase:
         if not (src_root / "entries.jsonl").exists():
             raise FileNotFoundError(f"{src_root}: no memory base there (no entries.jsonl)")
         src = MemoryBase(src_root)
-    else:
+    elif config.env == "alfworld":
         src = default_memory_base()
+    else:  # the benchmark's own default base (ScienceWorld: the gold paths of train@10)
+        from workbench.envs.benchmarks import benchmark
+
+        src = MemoryBase(benchmark(config.env).default_memory_base(config.env))
     record = {"config": config.identity(), "source": {"path": str(src.root), "digest": src.digest(),
                                                       "entries": len(src)}, "versions": versions()}
     cfg_path.parent.mkdir(parents=True, exist_ok=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.agents.loop import Agent
-from workbench.envs.alfworld import ALFWorldEnv, load_alfworld_tasks
+from workbench.envs.benchmarks import benchmark, load_tasks, make_env
 from workbench.memory.trajectory import MemoryEntry
 from workbench.methods.agmr.records import Execution
 from workbench.methods.agmr.refine import execute
@@ -36,21 +36,25 @@ def recorded_verifier(refine_root: str | Path):
     return verify
 
 
-def model_verifier(lm: Any, heads: Sequence[tuple[int, int]], split: str = "valid_seen", max_steps: int = 50):
-    """A verifier that plays the task with the candidate (the same execution as the refinement's, heads captured).
+def model_verifier(lm: Any, heads: Sequence[tuple[int, int]], split: str = "valid_seen", max_steps: int = 50,
+                   env: str = "alfworld"):
+    """A verifier that plays the task with the candidate (the same execution as the refinement's, heads captured),
+    on benchmark ``env``.
 
     Returns:
         (Callable[[str, MemoryEntry], Execution]): ``verify(task_id, candidate) -> Execution``.
     """
-    tasks = {t.task_id: t for t in load_alfworld_tasks(split)}
+    tasks = {t.task_id: t for t in load_tasks(env, split)}
+    bench = benchmark(env)
     state: dict = {}
 
     def verify(task_id: str, candidate: MemoryEntry) -> Execution:
         if task_id not in tasks:
             raise KeyError(f"task {task_id!r} is not in {split}")
         if "agent" not in state:
-            state["agent"] = Agent.from_model(lm, record_admissible=True)
-            state["env"] = ALFWorldEnv(max_steps=max_steps)
+            state["agent"] = Agent.from_model(lm, record_admissible=env == "alfworld", decode=bench.default_decode,
+                                              instructions=bench.instructions)
+            state["env"] = make_env(env, max_steps)
         state["n"] = state.get("n", 0) + 1
         return execute(state["agent"], state["env"], heads, tasks[task_id], candidate, 1000 + state["n"],
                        candidate.version, True, max_steps)
