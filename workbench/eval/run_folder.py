@@ -216,6 +216,17 @@ def write_run_config(cfg: RunConfig, device: str | None = None) -> None:
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     record = {"run": cfg.identity(), "versions": versions()}
+    if cfg.env != "alfworld":  # the simulator's version and the protocol constants the episodes were played under
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            record["versions"]["scienceworld"] = version("scienceworld")
+        except PackageNotFoundError:
+            record["versions"]["scienceworld"] = None
+    if cfg.decode == "constrained":
+        from workbench.agents.loop import BEAM
+
+        record["versions"]["beam"] = str(BEAM)  # the constrained decode's (the file keeps strings)
     if device and device != "cpu":
         record["versions"]["device"] = describe_device(device)
     # a run resumed under other versions (a later commit, a package upgrade) keeps those it was played with before
