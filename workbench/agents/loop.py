@@ -122,22 +122,22 @@ class Agent:
         return build_prompt(self.builder, block, room, goal, history, observation)
 
     def decide(self, prompt: BuiltPrompt, admissible: list[str], instruments: list[StepInstrument] = ()) -> ScoreResult:
-        hooks: list[tuple[str, Callable]] = []
-        for inst in instruments:
-            hooks.extend(inst.hooks(prompt))
-
-        def on_layout(layout: ForwardLayout) -> None:
-            for inst in instruments:
-                inst.on_layout(layout)
-
-        result = self.scorer.score(list(prompt.prefix), list(prompt.suffix), admissible, hooks=hooks, on_layout=on_layout)
-        for inst in instruments:
-            inst.after_step(prompt, result)
-        return result
+        """Score every one of ``admissible`` in one forward (the ``score`` decode), the instruments watching it."""
+        return self._instrumented(prompt, instruments, lambda hooks, on_layout: self.scorer.score(
+            list(prompt.prefix), list(prompt.suffix), admissible, hooks=hooks, on_layout=on_layout))
 
     def write(self, prompt: BuiltPrompt, admissible: list[str], instruments: list[StepInstrument] = ()):
         """Write one of ``admissible`` (the ``constrained`` decode: :meth:`ActionScorer.write` with :data:`BEAM`);
-        the instruments watch the first forward, where q_t is."""
+        the instruments watch the first forward, where q_t is, and receive a WriteResult where ``decide`` hands
+        them a ScoreResult."""
+        return self._instrumented(prompt, instruments, lambda hooks, on_layout: self.scorer.write(
+            list(prompt.prefix), list(prompt.suffix), admissible, beam=self.beam, hooks=hooks,
+            on_layout=on_layout if instruments else None))
+
+    @staticmethod
+    def _instrumented(prompt: BuiltPrompt, instruments: list[StepInstrument], forward: Callable):
+        """``forward(hooks, on_layout)`` with every instrument's hooks active and its layout call, then each
+        instrument's ``after_step``."""
         hooks: list[tuple[str, Callable]] = []
         for inst in instruments:
             hooks.extend(inst.hooks(prompt))
@@ -146,10 +146,9 @@ class Agent:
             for inst in instruments:
                 inst.on_layout(layout)
 
-        result = self.scorer.write(list(prompt.prefix), list(prompt.suffix), admissible, beam=self.beam,
-                                   hooks=hooks, on_layout=on_layout if instruments else None)
+        result = forward(hooks, on_layout)
         for inst in instruments:
-            inst.after_step(prompt, result)  # a WriteResult where ``decide`` hands a ScoreResult
+            inst.after_step(prompt, result)
         return result
 
     def run(
