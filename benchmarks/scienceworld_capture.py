@@ -34,6 +34,9 @@ def main() -> None:
     ap.add_argument("--task-types", nargs="*")
     ap.add_argument("--max-steps", type=int, help="stop after this many steps of the episode")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--full-context", action="store_true",
+                    help="the prompt's budget is the model's context (8,192), not ScienceWorld's 4,096 (what the "
+                         "first measurement, 2026-12-06, used: prompts up to 5,465 tokens)")
     a = ap.parse_args()
 
     import torch
@@ -53,7 +56,8 @@ def main() -> None:
     task = next(t for t in load_scienceworld_tasks(a.split, types) if t.task_id == traj.task_id)
     lm = load_model(a.model, dtype=a.dtype)
     # two agents on the one model, each with its own KV cache reused step to step as in an episode
-    agents = {arm: Agent.from_model(lm, decode="constrained", instructions=INSTRUCTIONS) for arm in ("capture", "plain")}
+    agents = {arm: (Agent.from_model(lm, decode="constrained", instructions=INSTRUCTIONS) if a.full_context
+                    else Agent.for_benchmark(lm, "scienceworld")) for arm in ("capture", "plain")}
     agent = agents["plain"]
     heads = default_retrieval_heads(a.model, (lm.n_layers, lm.n_heads))
     inst = CaptureInstrument(agents["capture"], heads)

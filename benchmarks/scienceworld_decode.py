@@ -75,10 +75,9 @@ def main() -> None:
     from workbench.models.loading import load_model
 
     torch.set_num_threads(1)
-    from workbench.envs.scienceworld import INSTRUCTIONS
-
     lm = load_model(a.model, dtype=a.dtype)
-    agent = Agent.from_model(lm, instructions=None if a.alfworld_instructions else INSTRUCTIONS)
+    agent = (Agent.from_model(lm) if a.alfworld_instructions
+             else Agent.for_benchmark(lm, "scienceworld", decode="score"))
     policy = build_policy("none")
     beams = [int(b) for b in a.beams.split(",")]
     arms = ["score", *[f"constrained@{b}" for b in beams], "generate"]

@@ -84,3 +84,15 @@ def test_a_scienceworld_run_records_the_digest_of_the_default_base_it_reads(tmp_
     assert run_folder.memory_base_digest(traj) == base.digest()
     assert run_folder.memory_base_digest(none) is None
     assert run_folder.memory_base_digest(RunConfig(out=str(tmp_path / "a"), memory="traj")) is None  # ALFWorld's
+
+
+def test_an_agent_for_a_benchmark_takes_its_instructions_budget_and_decode(lm):
+    from workbench.envs.scienceworld import PROMPT_TOKENS
+
+    sw = Agent.for_benchmark(lm, "scienceworld")
+    alf = Agent.for_benchmark(lm, "alfworld")
+    assert sw.decode == "constrained" and alf.decode == "score"
+    assert sw.builder.max_tokens == min(lm.n_ctx, PROMPT_TOKENS) - 48 and alf.builder.max_tokens == lm.n_ctx - 48
+    text = lm.tokenizer.decode(sw.builder._header)
+    assert "elementary science experiments" in text
+    assert Agent.for_benchmark(lm, "scienceworld", decode="score").decode == "score"

@@ -110,11 +110,23 @@ class Agent:
             self.generator = PrefixGenerator(self.scorer.lm, reuse_cache=self.scorer.reuse_cache)
 
     @classmethod
-    def from_model(cls, lm: Any, reuse_cache: bool = True, instructions: str | None = None, **kw) -> "Agent":
+    def from_model(cls, lm: Any, reuse_cache: bool = True, instructions: str | None = None,
+                   max_prompt_tokens: int | None = None, **kw) -> "Agent":
         """An agent over ``lm``; ``instructions``: the action prompt's system text (None: ALFWorld's, the
-        prompts' default; a benchmark gives its own, ``workbench.envs.benchmarks.Benchmark.instructions``)."""
-        builder = PromptBuilder(lm.tokenizer, lm.n_ctx, **({"instructions": instructions} if instructions else {}))
+        prompts' default); ``max_prompt_tokens``: the prompt's budget (None: the model's context)."""
+        budget = lm.n_ctx if max_prompt_tokens is None else min(lm.n_ctx, max_prompt_tokens)
+        builder = PromptBuilder(lm.tokenizer, budget, **({"instructions": instructions} if instructions else {}))
         return cls(ActionScorer(lm, reuse_cache=reuse_cache), builder, **kw)
+
+    @classmethod
+    def for_benchmark(cls, lm: Any, env: str, **kw) -> "Agent":
+        """An agent over ``lm`` as benchmark ``env``'s runs build it: its instructions, its prompt budget and (unless
+        ``decode`` is given) its default decode (``workbench.envs.benchmarks``)."""
+        from workbench.envs.benchmarks import benchmark
+
+        bench = benchmark(env)
+        kw.setdefault("decode", bench.default_decode)
+        return cls.from_model(lm, instructions=bench.instructions, max_prompt_tokens=bench.max_prompt_tokens, **kw)
 
     def build_prompt(self, block: MemoryBlock, room: str, goal: str, history: list[Step],
                      observation: str) -> BuiltPrompt:

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from workbench.envs.base import DataRootError, SimulatorDiedError, StepResult, Task
 
-__all__ = ["INSTRUCTIONS", "ScienceWorldEnv", "SimulatorDiedError", "SimulatorError", "JavaMissingError", "TASK_TYPES", "STEP_LIMITS", "ETO_TYPES",
+__all__ = ["INSTRUCTIONS", "PROMPT_TOKENS", "ScienceWorldEnv", "SimulatorDiedError", "SimulatorError", "JavaMissingError", "TASK_TYPES", "STEP_LIMITS", "ETO_TYPES",
            "LONG_TYPES", "SPLITS", "SIMPLIFICATIONS", "load_scienceworld_tasks", "parse_split", "parse_env_spec",
            "java_version", "variations"]
 
@@ -52,6 +52,11 @@ INSTRUCTIONS = (
     "pick up thermometer, open freezer, move metal pot to stove, activate stove, use thermometer on water, "
     "focus on water, wait1. Focus only on what the task names: focusing on anything else fails the task."
 )
+#: the action prompt's budget on ScienceWorld, in the model's tokens (ours): beyond it the oldest history steps, then
+#: the memory's trailing segments, are dropped, as ALFWorld's prompts are at the model's context. Its observations are
+#: long ("look around" lists every object): whole, a long episode's prompt reaches 8k tokens, and one such training
+#: sequence took 18 GB to train on this 24 GB machine; runs and training use the same budget
+PROMPT_TOKENS = 4096
 #: how the simulator asks which of several matching objects an action meant; the next input is an option's number
 AMBIGUOUS = "Ambiguous request:"
 AMBIGUOUS_OPTION = re.compile(r"^(\d+):\t", re.M)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 
 from workbench.agents.loop import Agent
 from workbench.envs.base import SimulatorDiedError
-from workbench.envs.benchmarks import benchmark, make_env
+from workbench.envs.benchmarks import make_env
 from workbench.envs.base import Task
 from workbench.eval.config import RunConfig, policy_for
 from workbench.eval.teacher_forced import expert_for, teacher_forced_part
@@ -106,11 +106,10 @@ class Worker:
         return self._models[key]
 
     def _agent(self, cfg):
-        instructions = benchmark(cfg.env).instructions
-        key = (cfg.model, cfg.dtype, cfg.decode, cfg.record_admissible, instructions)
-        if key not in self._agents:
-            self._agents[key] = Agent.from_model(self.model(cfg.model, cfg.dtype), decode=cfg.decode,
-                                                 record_admissible=cfg.record_admissible, instructions=instructions)
+        key = (cfg.model, cfg.dtype, cfg.decode, cfg.record_admissible, cfg.env.partition(":")[0])
+        if key not in self._agents:  # the benchmark's instructions and prompt budget
+            self._agents[key] = Agent.for_benchmark(self.model(cfg.model, cfg.dtype), cfg.env, decode=cfg.decode,
+                                                    record_admissible=cfg.record_admissible)
         return self._agents[key]
 
     def _policy(self, cfg):

@@ -63,11 +63,12 @@ class JointData:
 
     @classmethod
     def build(cls, tokenizer: Any, n_ctx: int, seed: int = 0) -> "JointData":
-        from workbench.envs.scienceworld import INSTRUCTIONS
+        from workbench.envs.scienceworld import INSTRUCTIONS, PROMPT_TOKENS
         from workbench.envs.scienceworld_experts import default_scienceworld_base
         from workbench.prompts.layout import PromptBuilder
 
-        return cls(PromptBuilder(tokenizer, n_ctx, instructions=INSTRUCTIONS), seed,
+        # the prompt budget ScienceWorld's runs use (an 8k-token sequence took 18 GB to train here)
+        return cls(PromptBuilder(tokenizer, min(n_ctx, PROMPT_TOKENS), instructions=INSTRUCTIONS), seed,
                    memory_base=str(default_scienceworld_base().root))
 
     def layout(self, traj: Trajectory, epoch: int) -> Layout:

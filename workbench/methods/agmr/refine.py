@@ -47,7 +47,7 @@ from workbench.agents.loop import Agent
 from workbench.agents.policy import FixedEntry
 from workbench.attention import default_retrieval_heads
 from workbench.attention.diagnosis import diagnose_column, entry_scale
-from workbench.envs.benchmarks import benchmark, load_tasks, make_env
+from workbench.envs.benchmarks import load_tasks, make_env
 from workbench.envs.memory_base import expert_trajectories_for
 from workbench.envs.selection import parse_task_slice
 from workbench.llm import LLMOutputError, run_stage
@@ -471,11 +471,9 @@ def _refine(config: RefineConfig, out: str | Path, *, lm: Any, progress: bool, s
         experts = {t.task_id: t for t in _experts(config.env, config.split)}
         plans = {k: t.actions() for k, t in experts.items()}
         lm = lm or load_model(config.model, dtype=config.dtype)
-        bench = benchmark(config.env)
         # the offline reflector replays ALFWorld states with their admissible commands (ScienceWorld's, a thousand
         # a step, are not kept); the agent acts as the benchmark's runs act (ScienceWorld: the constrained decode)
-        agent = Agent.from_model(lm, record_admissible=config.env == "alfworld", decode=bench.default_decode,
-                                 instructions=bench.instructions)
+        agent = Agent.for_benchmark(lm, config.env, record_admissible=config.env == "alfworld")
         env = make_env(config.env, config.max_steps)
         refiner = Refiner(base, agent, env, config.heads, backend, config, plans,
                           on_execution=lambda e: append_jsonl(exec_path, e), adoptable=adoptable)

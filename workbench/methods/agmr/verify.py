@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.agents.loop import Agent
-from workbench.envs.benchmarks import benchmark, load_tasks, make_env
+from workbench.envs.benchmarks import load_tasks, make_env
 from workbench.memory.trajectory import MemoryEntry
 from workbench.methods.agmr.records import Execution
 from workbench.methods.agmr.refine import execute
@@ -45,15 +45,13 @@ def model_verifier(lm: Any, heads: Sequence[tuple[int, int]], split: str = "vali
         (Callable[[str, MemoryEntry], Execution]): ``verify(task_id, candidate) -> Execution``.
     """
     tasks = {t.task_id: t for t in load_tasks(env, split)}
-    bench = benchmark(env)
     state: dict = {}
 
     def verify(task_id: str, candidate: MemoryEntry) -> Execution:
         if task_id not in tasks:
             raise KeyError(f"task {task_id!r} is not in {split}")
         if "agent" not in state:
-            state["agent"] = Agent.from_model(lm, record_admissible=env == "alfworld", decode=bench.default_decode,
-                                              instructions=bench.instructions)
+            state["agent"] = Agent.for_benchmark(lm, env, record_admissible=env == "alfworld")
             state["env"] = make_env(env, max_steps)
         state["n"] = state.get("n", 0) + 1
         return execute(state["agent"], state["env"], heads, tasks[task_id], candidate, 1000 + state["n"],
