@@ -96,3 +96,32 @@ def test_an_agent_for_a_benchmark_takes_its_instructions_budget_and_decode(lm):
     text = lm.tokenizer.decode(sw.builder._header)
     assert "elementary science experiments" in text
     assert Agent.for_benchmark(lm, "scienceworld", decode="score").decode == "score"
+
+
+def test_a_scienceworld_policy_reads_its_benchmarks_default_base_and_resume_refuses_a_rebuilt_one(tmp_path, monkeypatch):
+    from tests.attention.agent_tiny import expert
+    from workbench.eval import config as config_mod
+    from workbench.eval import run_folder
+    from workbench.memory.base import MemoryBase
+
+    base = MemoryBase(tmp_path / "base")
+    base.build_from_trajectories([expert("train/find-animal/1")])
+    real = config_mod.benchmark
+
+    def fake(env):
+        from dataclasses import replace
+
+        b = real(env)
+        return replace(b, default_memory_base=lambda e: str(base.root)) if env != "alfworld" else b
+
+    monkeypatch.setattr(config_mod, "benchmark", fake)
+    monkeypatch.setattr(run_folder, "benchmark", fake)
+    cfg = RunConfig(out=str(tmp_path / "run"), env="scienceworld", split="test@1", memory="traj",
+                    task_types=("find-animal",), retriever="bm25")
+    policy = config_mod.policy_for(cfg)
+    assert policy.retriever.base.root == base.root
+    run_folder.write_run_config(cfg)
+    assert run_folder.check_resume(cfg, resume=True) == set()
+    base.build_from_trajectories([expert("train/find-animal/2")])  # the default base rebuilt with other content
+    with pytest.raises(ValueError, match=r"memory base \(the default\) changed since this run began"):
+        run_folder.check_resume(cfg, resume=True)
