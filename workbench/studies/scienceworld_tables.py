@@ -19,14 +19,16 @@ __all__ = ["AGMR_TYPES", "PUBLISHED", "episode_scores", "per_type_table", "summa
 AGMR_TYPES = tuple(t for t in ETO_TYPES if t not in LONG_TYPES)
 
 #: published average scores (0-100) on ScienceWorld, with where they come from; not comparable one to one: other
-#: models (7-8B and GPT-4 against our 135M), other test sets (ETO's 24 types vs the AGMR paper's 17)
+#: models (7-8B and GPT-4 against our 135M), other test sets (ETO's 24 types vs the AGMR paper's 17). ETO's "seen" set
+#: is 194 dev variations of its 24 types (eval_agent/data/sciworld/dev_indices.json), its "unseen" set the 211 test
+#: variations, which are ``test@10`` over its types here: the unseen numbers are the ones to set beside ours
 PUBLISHED = [
     {"source": "ETO (Song et al. 2024), Table 3", "model": "Llama-2-7B-Chat + SFT", "condition": "SFT (no memory)",
-     "test set": "ETO's 24 types (seen / unseen)", "score": "67.4 / 53.0"},
+     "test set": "ETO's 24 types: seen (194 dev) / unseen (211 test = test@10)", "score": "67.4 / 53.0"},
     {"source": "ETO (Song et al. 2024), Table 3", "model": "Llama-2-7B-Chat + ETO", "condition": "ETO (no memory)",
-     "test set": "ETO's 24 types (seen / unseen)", "score": "73.8 / 65.0"},
+     "test set": "ETO's 24 types: seen (194 dev) / unseen (211 test = test@10)", "score": "73.8 / 65.0"},
     {"source": "ETO (Song et al. 2024), Table 3", "model": "GPT-4", "condition": "prompted",
-     "test set": "ETO's 24 types (seen / unseen)", "score": "64.8 / 64.4"},
+     "test set": "ETO's 24 types: seen (194 dev) / unseen (211 test = test@10)", "score": "64.8 / 64.4"},
     {"source": "AGMR, Table 1", "model": "Qwen-2.5-7B-Instruct", "condition": "ReAct / ICL / Traj / AGMR",
      "test set": "the AGMR paper's 17 types", "score": "29.88 / 29.38 / 67.69 / 77.20"},
     {"source": "AGMR, Table 1", "model": "Llama-3.1-8B-Instruct", "condition": "ReAct / ICL / Traj / AGMR",
