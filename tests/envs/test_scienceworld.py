@@ -234,3 +234,22 @@ def test_gold_paths_drop_their_no_op_door_openings_and_still_win():
     assert traj.success and traj.meta["score"] == 100 and traj.meta["dropped_no_ops"] >= 1
     assert not any(s.observation == "The door is already open." for s in traj.steps)
     assert traj.meta["within_limit"] == (traj.n_steps <= STEP_LIMITS["use-thermometer"])
+
+
+@pytest.mark.game
+def test_a_hung_jvm_is_stopped_after_the_call_timeout_and_a_fresh_one_starts():
+    e = ScienceWorldEnv()
+    try:
+        e.call_timeout_s = 2.0
+        e.reset(_task("melt"))
+        pid = e.pid
+        os.kill(pid, signal.SIGSTOP)  # alive, but answers nothing
+        t0 = time.monotonic()
+        with pytest.raises(SimulatorDiedError, match="no answer in 2 s: hung"):
+            e.step("look around")
+        assert time.monotonic() - t0 < 30
+        assert not os.path.exists(f"/proc/{pid}") or "zombie" in open(f"/proc/{pid}/status").read()
+        e.reset(_task("melt"))
+        assert e.pid != pid
+    finally:
+        e.close()

@@ -57,6 +57,9 @@ INSTRUCTIONS = (
 #: long ("look around" lists every object): whole, a long episode's prompt reaches 8k tokens, and one such training
 #: sequence took 18 GB to train on this 24 GB machine; runs and training use the same budget
 PROMPT_TOKENS = 4096
+#: seconds a simulator call may take before its JVM counts as hung (ours: the slowest seen, loading a Mendelian
+#: genetics variation with its gold path, takes ~5 s)
+CALL_TIMEOUT_S = 300.0
 #: how the simulator asks which of several matching objects an action meant; the next input is an option's number
 AMBIGUOUS = "Ambiguous request:"
 AMBIGUOUS_OPTION = re.compile(r"^(\d+):\t", re.M)
@@ -267,13 +270,15 @@ class _Jvm:
     sim: object
     pid: int
 
-    def stop(self, grace_s: float = 5.0) -> None:
+    def stop(self, grace_s: float = 5.0, polite: bool = True) -> None:
+        """Stop the JVM: ask it to shut down (``polite``; not a hung one, which would not answer), then terminate
+        it, then kill it."""
         gateway = self.sim._gateway
         proc = gateway.java_process
         try:
-            if proc.poll() is None:
+            if polite and proc.poll() is None:
                 self.sim.close()
-            else:  # a dead JVM: nothing to tell it, only the callback server's thread to stop here
+            else:  # a dead or hung JVM: nothing to tell it, only the callback server's thread to stop here
                 gateway.shutdown_callback_server(raise_exception=False)
         except Exception:  # noqa: BLE001 - the gateway may be gone already; the process below is what counts
             pass
@@ -286,6 +291,22 @@ class _Jvm:
         except (ProcessLookupError, ChildProcessError):
             pass
         self.sim.close = lambda: None  # the wheel's __del__ closes again and would write to the dead JVM's pipe
+
+
+def _timed_out(e: BaseException) -> bool:
+    """Whether a py4j error comes of a read that timed out (py4j wraps it once or twice: ``cause``, ``__cause__``,
+    ``__context__``)."""
+    seen: set[int] = set()
+    todo: list = [e]
+    while todo:
+        x = todo.pop()
+        if x is None or id(x) in seen:
+            continue
+        seen.add(id(x))
+        if isinstance(x, TimeoutError):
+            return True
+        todo += [getattr(x, "cause", None), x.__cause__, x.__context__]
+    return False
 
 
 _LIVE: "weakref.WeakSet[ScienceWorldEnv]" = weakref.WeakSet()
@@ -328,6 +349,8 @@ class ScienceWorldEnv:
         #: list the valid actions at every step (False: ``admissible_commands`` is empty, for a replay of a known
         #: action sequence that reads none)
         self.list_admissible = True
+        #: seconds a simulator call may take before the JVM counts as hung (stopped; SimulatorDiedError)
+        self.call_timeout_s = CALL_TIMEOUT_S
         _LIVE.add(self)
 
     # -- the simulator process -----------------------------------------------------------------------------------
@@ -347,12 +370,21 @@ class ScienceWorldEnv:
             logging.getLogger("py4j").setLevel(logging.CRITICAL)
             sim = _Wheel("", envStepLimit=10**6)  # our limit governs (self.max_steps)
             self._jvm = _Jvm(sim, sim._gateway.java_process.pid)
+            # a call the JVM does not answer in call_timeout_s is a hung JVM: stopped, as a dead one is (py4j reads
+            # without a timeout by default, so a hung simulator would block a worker for ever)
+            client = sim._gateway._gateway_client
+            client.gateway_parameters.read_timeout = self.call_timeout_s
+            for conn in list(client.deque):  # the connections the wheel's start opened
+                conn.socket.settimeout(self.call_timeout_s)
         return self._jvm.sim
 
     def _call(self, what: str, fn, *args):
         """``fn(*args)`` on the simulator; a dead JVM becomes :class:`SimulatorDiedError` (and is cleaned up)."""
         from py4j.protocol import Py4JError, Py4JJavaError
 
+        import time
+
+        t0 = time.monotonic()
         try:
             return fn(*args)
         except Py4JJavaError as e:  # the JVM is alive and threw: the input or the task, not the process
@@ -360,18 +392,20 @@ class ScienceWorldEnv:
             raise SimulatorError(f"ScienceWorld's simulator failed during {what} of {task}: "
                                  f"{str(e.java_exception)[:300]}") from e
         except (Py4JError, ConnectionError, OSError, EOFError) as e:
-            if self._jvm is not None and self._jvm.sim._gateway.java_process.poll() is None and not isinstance(
-                    e, (ConnectionError, EOFError)):
+            # py4j turns a read that timed out into a bare "error while calling": the clock says it
+            hung = _timed_out(e) or time.monotonic() - t0 >= self.call_timeout_s * 0.99
+            why = f"no answer in {self.call_timeout_s:g} s: hung" if hung else f"{type(e).__name__}: {str(e)[:200]}"
+            if not hung and self._jvm is not None and self._jvm.sim._gateway.java_process.poll() is None and not \
+                    isinstance(e, (ConnectionError, EOFError)):
                 task = self._task.task_id if self._task else "no task"
-                raise SimulatorError(f"ScienceWorld's simulator failed during {what} of {task} "
-                                     f"({type(e).__name__}: {str(e)[:300]})") from e
+                raise SimulatorError(f"ScienceWorld's simulator failed during {what} of {task} ({why})") from e
             dead = self._jvm
             self._jvm = None
             if dead is not None:
-                dead.stop()  # the py4j gateway's threads too, not only the JVM
+                dead.stop(polite=not hung)  # the py4j gateway's threads too, not only the JVM
             task = self._task.task_id if self._task else "no task"
-            raise SimulatorDiedError(f"ScienceWorld's JVM stopped answering during {what} of {task} ({type(e).__name__}: "
-                                     f"{str(e)[:200]}); the next reset starts a fresh one") from e
+            raise SimulatorDiedError(f"ScienceWorld's JVM stopped answering during {what} of {task} ({why}); "
+                                     "the next reset starts a fresh one") from e
 
     def close(self) -> None:
         """Stop the JVM (by pid); a later :meth:`reset` starts another."""
