@@ -76,7 +76,7 @@ docs: install-docs
 docs-serve: install-docs
 	$(BIN)/mkdocs serve
 
-reproduce: install
+reproduce: install check-java
 	$(BIN)/workbench reproduce --profile $(PROFILE) $(if $(DTYPE),--dtype $(DTYPE))
 
 test: install install-server install-browser install-docs check-java
@@ -84,7 +84,7 @@ test: install install-server install-browser install-docs check-java
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS) tests notebooks/01_baselines.ipynb notebooks/02_retrieval_heads.ipynb \
 		notebooks/03_utilization.ipynb notebooks/04_agmr.ipynb \
-		notebooks/05_arbiter.ipynb notebooks/06_proactive.ipynb notebooks/07_live.ipynb --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
+		notebooks/05_arbiter.ipynb notebooks/06_proactive.ipynb notebooks/07_live.ipynb notebooks/08_scienceworld.ipynb --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
 
 test-fast: install
 	$(BIN)/lint-imports

@@ -20,6 +20,11 @@ LIVE_PARITY_RUNS = [f"../runs/full-bfloat16/{nb}/{TRAINED}/{cond}" for nb, cond 
     ("05_arbiter", "arbiter-500"), ("06_proactive", "proactive"), ("01_baselines", "traj"))] + [
     "../runs/full/01_baselines/smollm2-135m-alfworld/traj"]  # agent v1 in float32: a replay must be exact
 
+# the committed ScienceWorld runs notebook 08 tabulates (bf16): agent v2 (cloned on ALFWorld alone) on test@1 of ETO's
+# 24 types (grids/scienceworld_v2_slice.yaml)
+SCIENCEWORLD_RUNS = {f"v2 {label}": f"../runs/scienceworld/v2-slice/{cond}"
+                     for label, cond in (("ReAct", "none"), ("ICL", "icl"), ("Traj", "traj"))}
+
 PROFILES: dict[str, dict[str, dict]] = {
     "smoke": {
         "01_baselines": {"episode_tasks": "0:1", "tf_tasks": "0:2", "max_steps": 3},
@@ -33,6 +38,8 @@ PROFILES: dict[str, dict[str, dict]] = {
         "06_proactive": {"tasks": "0:1", "max_steps": 3, "attention_tasks": "0:1", "verbatim_tasks": "0:1",
                          "warning_tasks": "0:1"},
         "07_live": {"steps": 3, "agmr_max_steps": 3, "agmr_attempts": 1, "parity_states": 5},
+        "08_scienceworld": {"task_types": ["find-plant", "lifespan-longest-lived"], "max_steps": 3,
+                            "capture_steps": 3},
     },
     "default": {
         # The default agent. Episodes on 4 tasks spread over the sorted list, teacher-forced accuracy on 20 tasks
@@ -67,6 +74,11 @@ PROFILES: dict[str, dict[str, dict]] = {
         # PROFILE=full): about 2 min in all
         "07_live": {"steps": 6, "agmr_max_steps": 50, "agmr_attempts": 1, "parity_runs": LIVE_PARITY_RUNS,
                     "parity_states": 20},
+        # ScienceWorld: ReAct / ICL / Traj on the first test variation of two short types at their step limits, the
+        # capture on the first 10 steps of boil's first test variation, and the committed reference runs' tables
+        "08_scienceworld": {"split": "test@1", "task_types": ["find-plant", "lifespan-longest-lived"],
+                            "max_steps": None, "capture_split": "test@1", "capture_types": ["boil"],
+                            "capture_steps": 10, "reference_runs": SCIENCEWORLD_RUNS},
     },
     "full": {
         # Episodes and teacher forcing of all conditions as one job list over two worker processes (one per core;
@@ -96,6 +108,11 @@ PROFILES: dict[str, dict[str, dict]] = {
                          "verbatim_tasks": "0:134:7", "warning_tasks": "0:134:2", "window": 10},
         "07_live": {"steps": 6, "agmr_max_steps": 50, "agmr_attempts": 3, "parity_runs": LIVE_PARITY_RUNS,
                     "parity_states": 50},
+        # the default profile's slice, and the capture on the whole longest gold path of the 7 long types' test@10
+        # variations (test/boil/22, 153 steps: ~12 min)
+        "08_scienceworld": {"split": "test@1", "task_types": ["find-plant", "lifespan-longest-lived"],
+                            "max_steps": None, "capture_split": "test@10", "capture_types": None,
+                            "capture_steps": None, "reference_runs": SCIENCEWORLD_RUNS},
     },
 }
 

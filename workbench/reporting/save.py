@@ -36,6 +36,7 @@ SECTION_TITLES = {
     "05_arbiter": "05 · MemArbiter and the flat baselines (Tables 2, 4, 5, Figure 3)",
     "06_proactive": "06 · The proactive memory agent",
     "07_live": "07 · Live loops: the player, live AGMR, replay parity",
+    "08_scienceworld": "08 · ScienceWorld: the second benchmark (ReAct, ICL, Traj; the capture; AGMR's graded branch)",
     "agent_eval": "The agents' evaluations (make eval-agent-v2, make dtype-table)",
     "memory_following": "Does the agent follow its memory? (benchmarks/memory_following.py)",
 }
@@ -266,8 +267,9 @@ def _header(root: Path, section: str) -> list[str]:
     tasks = [f"{k} `{v}`" for k, v in params.items() if (k.endswith("tasks") or k == "split") and v not in (None, "")]
     if tasks:
         bits.append("; ".join(tasks))
-    if "max_steps" in params:
-        bits.append(f"{params['max_steps']} steps at most")
+    if "max_steps" in params:  # None: the benchmark's own limit (ScienceWorld's per task type)
+        bits.append("each task type's step limit" if params["max_steps"] is None
+                    else f"{params['max_steps']} steps at most")
     made = []
     if rendered.get("git_commit"):
         made.append(f"rendered at commit `{rendered['git_commit']}`")

@@ -10,10 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from statistics import mean
 
-from workbench.envs.scienceworld import ETO_TYPES, LONG_TYPES, TASK_TYPES
+from workbench.envs.scienceworld import ETO_TYPES, LONG_TYPES, SPLITS, STEP_LIMITS, TASK_TYPES, variations
 from workbench.eval.run_folder import read_episodes
 
-__all__ = ["AGMR_TYPES", "PUBLISHED", "episode_scores", "per_type_table", "summary_table"]
+__all__ = ["AGMR_TYPES", "PUBLISHED", "episode_scores", "per_type_table", "summary_table", "task_type_table"]
 
 #: the AGMR paper's SciWorld test set: ETO's types less the 7 with a step limit of 60 or more (its E.1)
 AGMR_TYPES = tuple(t for t in ETO_TYPES if t not in LONG_TYPES)
@@ -34,6 +34,24 @@ PUBLISHED = [
     {"source": "AGMR, Table 1", "model": "Llama-3.1-8B-Instruct", "condition": "ReAct / ICL / Traj / AGMR",
      "test set": "the AGMR paper's 17 types", "score": "26.50 / 34.97 / 76.18 / 83.74"},
 ]
+
+
+def _set(task_type: str) -> str:
+    return ("AGMR 17" if task_type in AGMR_TYPES else "long (AGMR drops)" if task_type in LONG_TYPES
+            else "outside ETO")
+
+
+def task_type_table(task_types=None):
+    """The benchmark's task types (default all 30, in the wheel's order): the set each belongs to (the AGMR paper's
+    17, its 7 long ones, or outside ETO's 24), the variations of each split, and the step limit with its source
+    (ETO's, or ours for the 6 types ETO leaves out: ``workbench.envs.scienceworld``)."""
+    import pandas as pd
+
+    rows = []
+    for t in task_types or TASK_TYPES:
+        rows.append({"task type": t, "set": _set(t), **{f"{s} variations": len(variations(t, s)) for s in SPLITS},
+                     "step limit": STEP_LIMITS[t], "limit from": "ETO" if t in ETO_TYPES else "ours"})
+    return pd.DataFrame(rows)
 
 
 def episode_scores(folder: str | Path) -> dict[str, tuple[str, float, bool, int]]:
@@ -73,8 +91,7 @@ def per_type_table(runs: dict[str, str | Path]):
     common = set.intersection(*(set(s) for s in scores.values())) if scores else set()
     rows = []
     for t in TASK_TYPES:
-        row: dict = {"task type": t, "set": "AGMR 17" if t in AGMR_TYPES else "long (AGMR drops)" if t in LONG_TYPES
-                     else "outside ETO"}
+        row: dict = {"task type": t, "set": _set(t)}
         n = 0
         for name, s in scores.items():
             g = _group([v for k, v in s.items() if k in common], (t,))

@@ -62,3 +62,16 @@ def test_a_scienceworld_refinement_takes_its_benchmarks_defaults_and_refuses_tes
     assert (alf.split, alf.weak_rule, alf.max_steps, alf.env) == ("valid_seen", "relative", 50, "alfworld")
     old = {k: v for k, v in alf.identity().items() if k != "env"}  # a refinement saved before the option
     assert saved_identity(old | {"reflector_sees_plan": False}) == alf.identity()
+
+
+def test_refinement_statistics_tell_commits_by_reward_gain_from_commits_by_success(tmp_path):
+    from workbench.methods.agmr.refine_folder import _committed_by
+
+    base = make_base(tmp_path)
+    by_gain = GradedRefiner(base, [(False, WRONG, None, 10), (False, WRONG, None, 45)]).refine_task(
+        TASK, "put a apple in fridge.")
+    base2 = make_base(tmp_path / "second")
+    by_success = GradedRefiner(base2, [(False, WRONG, None, 10), (True, WRONG, None, 100)]).refine_task(
+        TASK, "put a apple in fridge.")
+    assert (by_gain.outcome, by_success.outcome) == ("committed", "committed")
+    assert (_committed_by(by_gain), _committed_by(by_success)) == ("reward_gain", "success")

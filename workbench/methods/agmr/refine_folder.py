@@ -138,6 +138,12 @@ def prepare(root: Path, config: RefineConfig) -> tuple[MemoryBase, set[str]]:
     return base, done
 
 
+def _committed_by(record: TaskRecord) -> str:
+    """Why a committed failure-branch edit committed: its verification ``success`` or its ``reward_gain`` alone."""
+    last = record.attempts[-1] if record.attempts else None
+    return "success" if last is None or last.success else "reward_gain"
+
+
 def refine_stats(root: str | Path) -> dict:
     """What a refinement did: tasks, branches, commits per pattern and branch, rollbacks, attempts, the base."""
     root = Path(root)
@@ -158,6 +164,11 @@ def refine_stats(root: str | Path) -> dict:
         "no_memory": sum(r.outcome == "no_memory" for r in log),
         "outcomes": dict(Counter(r.outcome for r in log)),
         "commits": len(commits), "commits_by_branch_pattern": dict(sorted(by.items())),
+        # a failure-branch edit commits on the verification's success, or on its reward gain alone (graded rewards:
+        # ScienceWorld's score; Algorithm 1's "or reward rises by at least the threshold")
+        "failure_commits_by": dict(Counter(_committed_by(r) for r in commits if r.branch == "failure")),
+        "reward_gains_committed": [round(r.attempts[-1].reward_gain, 4) for r in commits
+                                   if r.branch == "failure" and r.attempts and r.attempts[-1].reward_gain is not None],
         "failure_patterns": dict(Counter(r.final_pattern or "none" for r in failures)),  # final iteration's (Figure 9)
         "failure_rule_patterns": dict(Counter(r.final_rule_pattern or "none" for r in failures)),
         "first_failure_patterns": dict(Counter(r.first_pattern or "none" for r in failures)),
