@@ -80,3 +80,24 @@ def test_overflow_drops_history_then_memory_then_errors(tiny_lm):
     assert p2.truncated_history == 6 and p2.truncated_memory >= 1
     with pytest.raises(PromptTooLongError, match="task alone"):
         PromptBuilder(tiny_lm.tokenizer, max_tokens=no_mem.n_tokens - 5 + 48).build(ROOM, GOAL, _history(2))
+
+
+def test_a_history_chunk_drops_steps_several_at_a_time_so_overflowing_prompts_extend_one_another(tiny_lm):
+    def build(builder, t):
+        return builder.build(ROOM, GOAL, _history(t), memory=render_pieces(ENTRY),
+                             final_observation=f"On the desk {t}, you see a pen {t}.")
+
+    whole = build(PromptBuilder(tiny_lm.tokenizer, max_tokens=10_000), 12)
+    budget = whole.n_tokens - 60 + 48  # the last few steps overflow it
+    one, chunk = (PromptBuilder(tiny_lm.tokenizer, max_tokens=budget, history_chunk=c) for c in (1, 4))
+    dropped = {c: [build(b, t).truncated_history for t in range(13)] for c, b in ((1, one), (4, chunk))}
+    assert max(dropped[1]) > 0 and all(d % 4 == 0 or d == t for t, d in enumerate(dropped[4]))
+    assert all(d4 >= d1 for d1, d4 in zip(dropped[1], dropped[4]))  # never less than it must, the fit unchanged
+    assert all(build(chunk, t).n_tokens <= budget - 48 for t in range(13))
+    # where the chunked drop stays put, each prompt extends the one before (one prefix: KV reuse, one packed forward)
+    for t in range(1, 13):
+        if dropped[4][t] == dropped[4][t - 1] > 0:
+            assert build(chunk, t).prefix[: len(build(chunk, t - 1).prefix)] == build(chunk, t - 1).prefix
+    assert sum(a == b > 0 for a, b in zip(dropped[4], dropped[4][1:])) >= 1
+    with pytest.raises(ValueError, match="history_chunk 0"):
+        PromptBuilder(tiny_lm.tokenizer, max_tokens=budget, history_chunk=0)

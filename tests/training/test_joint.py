@@ -87,3 +87,26 @@ def test_a_long_gold_path_trains_on_at_most_k_states_a_visit(joint, tiny_lm):
     whole = build_layout_stream([long], PromptBuilder(tiny_lm.tokenizer, 4096), LayoutSampler(seed=0),
                                 DataConfig(on_policy_states=0), seed=0, joint=joint)
     assert sum(len(ex.steps) for ex in whole(0)) == 20
+
+
+def test_a_visit_packs_its_states_into_one_forward_past_alfworlds_pack_bound(joint, tiny_lm):
+    # 20 steps whose prompts pass ALFWorld's pack bound (set low here) but fit ScienceWorld's budget: one example
+    long = _sw(9).model_copy(update={"steps": tuple(
+        Step(observation=f"You look around the room, which holds a table ({k}).", action=f"look at thing {k}")
+        for k in range(20))})
+    stream = build_layout_stream([long], PromptBuilder(tiny_lm.tokenizer, 4096), LayoutSampler(seed=0),
+                                 DataConfig(on_policy_states=5, max_pack_tokens=300), seed=0, joint=joint)
+    exs = stream(0)
+    assert joint.pack_tokens == joint.builder.max_tokens + 1024
+    assert len(exs) == 1 and len(exs[0].steps) == 5 and exs[0].n_tokens > 300
+
+
+def test_the_joint_data_renders_scienceworld_as_its_runs_do(tiny_lm, monkeypatch):
+    from workbench.envs import scienceworld_experts
+    from workbench.envs.benchmarks import benchmark
+
+    monkeypatch.setattr(scienceworld_experts, "default_scienceworld_base", lambda: MemoryBase("/nonexistent"))
+    jd = JointData.build(tiny_lm.tokenizer, 8192)
+    bench = benchmark("scienceworld")
+    assert jd.builder.history_chunk == bench.history_chunk == 10
+    assert jd.builder.max_tokens == bench.max_prompt_tokens - 48

@@ -111,11 +111,13 @@ class Agent:
 
     @classmethod
     def from_model(cls, lm: Any, reuse_cache: bool = True, instructions: str | None = None,
-                   max_prompt_tokens: int | None = None, **kw) -> "Agent":
+                   max_prompt_tokens: int | None = None, history_chunk: int = 1, **kw) -> "Agent":
         """An agent over ``lm``; ``instructions``: the action prompt's system text (None: ALFWorld's, the
-        prompts' default); ``max_prompt_tokens``: the prompt's budget (None: the model's context)."""
+        prompts' default); ``max_prompt_tokens``: the prompt's budget (None: the model's context);
+        ``history_chunk``: how many of the oldest history steps an overflowing prompt drops at a time."""
         budget = lm.n_ctx if max_prompt_tokens is None else min(lm.n_ctx, max_prompt_tokens)
-        builder = PromptBuilder(lm.tokenizer, budget, **({"instructions": instructions} if instructions else {}))
+        builder = PromptBuilder(lm.tokenizer, budget, history_chunk=history_chunk,
+                                **({"instructions": instructions} if instructions else {}))
         return cls(ActionScorer(lm, reuse_cache=reuse_cache), builder, **kw)
 
     @classmethod
@@ -126,7 +128,8 @@ class Agent:
 
         bench = benchmark(env)
         kw.setdefault("decode", bench.default_decode)
-        return cls.from_model(lm, instructions=bench.instructions, max_prompt_tokens=bench.max_prompt_tokens, **kw)
+        return cls.from_model(lm, instructions=bench.instructions, max_prompt_tokens=bench.max_prompt_tokens,
+                              history_chunk=bench.history_chunk, **kw)
 
     def build_prompt(self, block: MemoryBlock, room: str, goal: str, history: list[Step],
                      observation: str) -> BuiltPrompt:

@@ -41,7 +41,8 @@ def cmd_refine(a: argparse.Namespace) -> int:
     cfg = RefineConfig(split=a.split, tasks=a.tasks, model=a.model, dtype=a.dtype, heads=heads, backend=a.backend,
                        backend_args=tuple(a.backend_arg or ()), variant=a.variant, max_attempts=a.max_attempts,
                        reward_gain=a.reward_gain, weak_rule=a.weak_rule, retriever=a.retriever,
-                       max_steps=a.max_steps, source=a.base, reflector_sees_plan=a.reflector_sees_plan, env=a.env)
+                       max_steps=a.max_steps, source=a.base, reflector_sees_plan=a.reflector_sees_plan, env=a.env,
+                       task_types=tuple(a.task_types or ()))
     stats = refine(cfg, a.base_out, adopt_from=a.adopt_executions_from)
     print(json.dumps({k: v for k, v in stats.items() if k not in ("config", "source")} | {"base": a.base_out}))
     return 0
@@ -55,6 +56,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     "LLM --backend; refines on dev@2 by default, never on test)")
     rf.add_argument("--split", help="the refinement split (ALFWorld: valid_seen; ScienceWorld: dev@2, or train@N)")
     add_tasks(rf, ALL_TASKS, "the tasks to refine on")
+    rf.add_argument("--task-types", nargs="*", metavar="TYPE", help="only the split's tasks of these types (before "
+                    "--tasks slices them): `workbench list task-types --env ENV`")
     add_out(rf, "the refined base (a copy; created, or resumed)", "--base-out")
     rf.add_argument("--base", metavar="DIR", help="the base to refine (default: valid_train expert trajectories)")
     add_backend(rf, default=OFFLINE_BACKEND, help="LLM backend of the reflector and refiner (offline-alfworld, the "

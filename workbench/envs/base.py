@@ -27,6 +27,8 @@ class Task:
         task_type: short type (``pick``, ``look``, ``clean``, ``heat``, ``cool``, ``pick_two``).
         path: absolute path of the game file.
         index: position within its split's sorted list (what ``--tasks 0:20`` slices).
+        benchmark: the benchmark it belongs to (``workbench.envs.benchmarks``): what a method's LLM stages call the
+            agent's world (``workbench.llm.templates.vocabulary``).
     """
 
     task_id: str
@@ -34,6 +36,7 @@ class Task:
     task_type: str
     path: str
     index: int = 0
+    benchmark: str = "alfworld"
     meta: dict = field(default_factory=dict, compare=False, hash=False)
 
 

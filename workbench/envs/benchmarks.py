@@ -40,6 +40,7 @@ class Benchmark:
     check: Callable[[str], object] | None = None  # check(env_name): a clear ValueError for options it does not take
     instructions: str | None = None  # the action prompt's system text (None: the prompts' default, ALFWorld's)
     max_prompt_tokens: int | None = None  # the action prompt's budget (None: the model's context)
+    history_chunk: int = 1  # how many of the oldest history steps an overflowing prompt drops at a time
     default_split: str = "valid_unseen"
     default_decode: str = "score"
     teacher_forcing: bool = True  # whether a run teacher-forces unless told otherwise
@@ -86,7 +87,7 @@ def _scienceworld() -> Benchmark:
     return Benchmark(make=make, tasks=tasks, max_steps=max(sw.STEP_LIMITS.values()), task_types=sw.TASK_TYPES,
                      splits=("train", "dev", "test", "test@10"), default_memory_base=base,
                      check=sw.parse_env_spec, instructions=sw.INSTRUCTIONS, default_split="test@10",
-                     max_prompt_tokens=sw.PROMPT_TOKENS,
+                     max_prompt_tokens=sw.PROMPT_TOKENS, history_chunk=sw.HISTORY_CHUNK,
                      # a thousand valid actions a step: written along their trie (benchmarks/scienceworld_decode.py);
                      # teacher forcing would score them all at every expert step
                      default_decode="constrained", teacher_forcing=False)

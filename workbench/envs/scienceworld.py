@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import atexit
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -35,7 +34,7 @@ from pathlib import Path
 
 from workbench.envs.base import DataRootError, SimulatorDiedError, StepResult, Task
 
-__all__ = ["INSTRUCTIONS", "PROMPT_TOKENS", "ScienceWorldEnv", "SimulatorDiedError", "SimulatorError", "JavaMissingError", "TASK_TYPES", "STEP_LIMITS", "ETO_TYPES",
+__all__ = ["INSTRUCTIONS", "PROMPT_TOKENS", "HISTORY_CHUNK", "ScienceWorldEnv", "SimulatorDiedError", "SimulatorError", "JavaMissingError", "TASK_TYPES", "STEP_LIMITS", "ETO_TYPES",
            "LONG_TYPES", "SPLITS", "SIMPLIFICATIONS", "load_scienceworld_tasks", "parse_split", "parse_env_spec",
            "java_version", "variations"]
 
@@ -57,6 +56,9 @@ INSTRUCTIONS = (
 #: long ("look around" lists every object): whole, a long episode's prompt reaches 8k tokens, and one such training
 #: sequence took 18 GB to train on this 24 GB machine; runs and training use the same budget
 PROMPT_TOKENS = 4096
+#: an overflowing prompt drops its oldest history steps 10 at a time (ours): the kept history then starts at the same
+#: step for ~10 decisions, whose prompts extend one another (the KV cache reused; training packs them into one forward)
+HISTORY_CHUNK = 10
 #: seconds a simulator call may take before its JVM counts as hung (ours: the slowest seen, loading a Mendelian
 #: genetics variation with its gold path, takes ~5 s)
 CALL_TIMEOUT_S = 300.0
@@ -227,7 +229,7 @@ def load_scienceworld_tasks(split: str, task_types: list[str] | None = None) -> 
             continue
         for v in variations(t, base)[:cap]:
             tasks.append(Task(task_id=f"{base}/{t}/{v}", split=base, task_type=t, path=jar, index=len(tasks),
-                              meta={"variation": v}))
+                              benchmark="scienceworld", meta={"variation": v}))
     return tasks
 
 

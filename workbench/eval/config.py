@@ -27,6 +27,10 @@ MAX_SEED = 2**32 - 1
 OPTION_FIELDS = ("budget", "ablation", "backend", "backend_args", "interval", "triggers", "memory_base", "window")
 
 
+#: memory policies whose LLM stages speak one benchmark's language (ALFWorld's commands): refused elsewhere
+ALFWORLD_ONLY_POLICIES = ("awm", "dc-rs")
+
+
 @dataclass(frozen=True)
 class RunConfig:
     """One batch run.
@@ -159,6 +163,10 @@ class RunConfig:
             if opt in valid:
                 value = valid[opt]
                 object.__setattr__(self, opt, tuple(value) if isinstance(value, list) else value)
+        if self.env != "alfworld" and self.memory in ALFWORLD_ONLY_POLICIES:
+            raise ValueError(f"--memory {self.memory} on {self.env}: AGMR Table 1's {self.memory} baseline is built for "
+                             "ALFWorld (its prompts teach ALFWorld's command language); on this benchmark play none, "
+                             "icl, traj (over a refined base for AGMR), arbiter or proactive")
         if self.env != "alfworld" and isinstance(self.backend, str) and self.backend.startswith("offline-alfworld"):
             raise ValueError(f"--memory {self.memory} on {self.env}: its LLM stages would run {self.backend}, "
                              "ALFWorld's deterministic algorithms, on another benchmark's text; give it an LLM "

@@ -107,8 +107,10 @@ def render_trajectory(t: Trajectory) -> str:
     return render_steps(t.steps) + f"\nOutcome: {'success' if t.success else 'failure'}"
 
 
-def render_stage(stage: Stage | str, payload: BaseModel | dict) -> tuple[list[Message], dict[str, Any]]:
-    """Validate ``payload``, render the stage's messages, and build the context sent alongside them.
+def render_stage(stage: Stage | str, payload: BaseModel | dict, benchmark: str = "alfworld"
+                 ) -> tuple[list[Message], dict[str, Any]]:
+    """Validate ``payload``, render the stage's messages (in ``benchmark``'s words: what its agent is, its
+    examples; :func:`workbench.llm.templates.vocabulary`), and build the context sent alongside them.
 
     Returns:
         ``(messages, context)`` where context is ``{"stage": name, "input": payload as JSON data}``.
@@ -116,14 +118,15 @@ def render_stage(stage: Stage | str, payload: BaseModel | dict) -> tuple[list[Me
     st = get_stage(stage) if isinstance(stage, str) else stage
     data = payload if isinstance(payload, st.input_model) else st.input_model.model_validate(
         payload.model_dump() if isinstance(payload, BaseModel) else payload)
-    messages = load_template(st.template).render(**st.fields(data))
+    messages = load_template(st.template).render(benchmark, **st.fields(data))
     return messages, {"stage": st.name, "input": data.model_dump(mode="json")}
 
 
 def run_stage(backend: Backend, stage: Stage | str, payload: BaseModel | dict, *, temperature: float = 0.0,
               max_tokens: int | None = None, seed: int | None = 0, repair: bool = True,
-              ledger: list[StageCall] | None = None) -> Parsed[Any]:
-    """Run one stage on ``backend`` and return its validated output.
+              ledger: list[StageCall] | None = None, benchmark: str = "alfworld") -> Parsed[Any]:
+    """Run one stage on ``backend`` and return its validated output; ``benchmark``: whose words its prompt speaks
+    (the episode's task's ``Task.benchmark``).
 
     ``Parsed.value`` is the stage's output model, or a list of validated ToolCalls for tool stages. ``ledger``: a
     list that gets this call's :class:`~workbench.llm.ledger.StageCall` (fate, requests, wall time), whatever the
@@ -135,7 +138,7 @@ def run_stage(backend: Backend, stage: Stage | str, payload: BaseModel | dict, *
         pydantic.ValidationError: the payload does not fit the stage's input model.
     """
     st = get_stage(stage) if isinstance(stage, str) else stage
-    messages, context = render_stage(st, payload)
+    messages, context = render_stage(st, payload, benchmark)
     params = dict(temperature=temperature, max_tokens=max_tokens or st.max_tokens, seed=seed, context=context,
                   repair=repair)
     t0 = time.perf_counter()

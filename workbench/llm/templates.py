@@ -8,6 +8,7 @@ the file and the field, so a template and its stage cannot drift apart silently.
 
 from __future__ import annotations
 
+import json
 import re
 import string
 from dataclasses import dataclass
@@ -18,9 +19,10 @@ from pathlib import Path
 from workbench.llm.errors import LLMConfigError
 from workbench.llm.protocol import Message
 
-__all__ = ["PromptTemplate", "load_template", "list_templates", "PROMPTS_DIR"]
+__all__ = ["PromptTemplate", "load_template", "list_templates", "vocabulary", "PROMPTS_DIR", "VOCABULARY_FILE"]
 
 PROMPTS_DIR = Path(str(resources.files("workbench.llm") / "prompts"))
+VOCABULARY_FILE = PROMPTS_DIR / "vocabulary.json"
 _SECTION = re.compile(r"^\[(system|user)\]\s*$", re.MULTILINE)
 
 
@@ -48,12 +50,19 @@ class PromptTemplate:
             ids.update(string.Template(src).get_identifiers())
         return frozenset(ids)
 
-    def render(self, **fields: str) -> list[Message]:
-        """Fill the placeholders and return ``[system, user]`` messages.
+    def render(self, benchmark: str = "alfworld", **fields: str) -> list[Message]:
+        """Fill the placeholders and return ``[system, user]`` messages. A placeholder named in the benchmark's
+        :func:`vocabulary` (``$agent_kind`` ...) takes the benchmark's words; every other one is a field.
 
         Raises:
-            LLMConfigError: a placeholder has no value, or a value has no placeholder.
+            LLMConfigError: a placeholder has no value, a value has no placeholder, or a field takes a vocabulary
+                word's name.
         """
+        words = vocabulary(benchmark)
+        clash = sorted(fields.keys() & words.keys())
+        if clash:
+            raise LLMConfigError(f"{self.path}: fields {clash} are vocabulary words of {VOCABULARY_FILE.name}")
+        fields = fields | {k: v for k, v in words.items() if k in self.fields}
         missing = sorted(self.fields - fields.keys())
         unused = sorted(fields.keys() - self.fields)
         if missing or unused:
@@ -97,3 +106,25 @@ def list_templates(directory: str | None = None) -> list[str]:
     """Names of the template files available."""
     root = Path(directory) if directory else PROMPTS_DIR
     return sorted(p.stem for p in root.glob("*.txt"))
+
+
+@cache
+def vocabulary(benchmark: str = "alfworld") -> dict[str, str]:
+    """The words the prompts use for ``benchmark``'s world (``prompts/vocabulary.json``): what the agent is, the
+    examples of a constraint and of a fact about the world, an example memory item. ``scienceworld:none`` is
+    ``scienceworld``'s.
+
+    Raises:
+        LLMConfigError: the file is unreadable, or names no such benchmark (the message lists those it names).
+    """
+    try:
+        data = json.loads(VOCABULARY_FILE.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as e:
+        raise LLMConfigError(f"{VOCABULARY_FILE}: unreadable ({e})") from None
+    name = benchmark.partition(":")[0]
+    words = data.get(name)
+    if not isinstance(words, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in words.items()):
+        known = ", ".join(k for k in data if not k.startswith("_"))
+        raise LLMConfigError(f"{VOCABULARY_FILE}: no prompt vocabulary for benchmark '{name}' (it has: {known}); "
+                             "add one (the words for what its agent is, its constraints and facts, an example item)")
+    return dict(words)

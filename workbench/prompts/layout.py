@@ -125,9 +125,16 @@ class BuiltPrompt:
 class PromptBuilder:
     """Builds :class:`BuiltPrompt` for one tokenizer (chat template read once)."""
 
-    def __init__(self, tokenizer: Any, max_tokens: int, instructions: str = INSTRUCTIONS, reserve: int = 48):
+    def __init__(self, tokenizer: Any, max_tokens: int, instructions: str = INSTRUCTIONS, reserve: int = 48,
+                 history_chunk: int = 1):
+        if not isinstance(history_chunk, int) or history_chunk < 1:
+            raise ValueError(f"history_chunk {history_chunk!r}: expected a whole number of steps, at least 1")
         self.tokenizer = tokenizer
         self.max_tokens = max_tokens - reserve  # room for the packed candidate tokens' positions
+        # an overflowing prompt drops its oldest history steps this many at a time: the kept history then starts at
+        # the same step for several decisions, so their prompts extend one another (the agent's KV cache is reused,
+        # training packs them into one forward); 1 drops no more than it must
+        self.history_chunk = history_chunk
         self._cache: dict[str, tuple[int, ...]] = {}
         header, footer = self._template_parts(instructions)
         self._header = self._tok(header)
@@ -187,7 +194,8 @@ class PromptBuilder:
             if built.n_tokens <= self.max_tokens:
                 return built
             if drop_hist < len(steps):
-                drop_hist += 1  # overflow policy 1: oldest history steps first
+                # overflow policy 1: oldest history steps first, history_chunk at a time
+                drop_hist = min(len(steps), drop_hist + self.history_chunk)
             elif drop_mem < n_seg:
                 drop_mem += 1  # overflow policy 2: then trailing memory segments
             else:

@@ -61,14 +61,23 @@ class JointData:
     memory_base: str = ""
     _policies: dict = field(default_factory=dict)
 
+    @property
+    def pack_tokens(self) -> int:
+        """The bound of one packed ScienceWorld example: the prompt budget and 1,024 tokens of branches, so a
+        visit's states share one prefix (one forward) up to the budget. ALFWorld's bound (``--max-pack-tokens``,
+        3,072) would give every state past it a forward of its own: ten ~4k-token forwards a visit, ~10 min on one
+        core, where one costs ~1 min. The loss is the same either way (summed per target token over the update)."""
+        return self.builder.max_tokens + 1024
+
     @classmethod
     def build(cls, tokenizer: Any, n_ctx: int, seed: int = 0) -> "JointData":
-        from workbench.envs.scienceworld import INSTRUCTIONS, PROMPT_TOKENS
+        from workbench.envs.scienceworld import HISTORY_CHUNK, INSTRUCTIONS, PROMPT_TOKENS
         from workbench.envs.scienceworld_experts import default_scienceworld_base
         from workbench.prompts.layout import PromptBuilder
 
         # the prompt budget ScienceWorld's runs use (an 8k-token sequence took 18 GB to train here)
-        return cls(PromptBuilder(tokenizer, min(n_ctx, PROMPT_TOKENS), instructions=INSTRUCTIONS), seed,
+        return cls(PromptBuilder(tokenizer, min(n_ctx, PROMPT_TOKENS), instructions=INSTRUCTIONS,
+                                 history_chunk=HISTORY_CHUNK), seed,
                    memory_base=str(default_scienceworld_base().root))
 
     def layout(self, traj: Trajectory, epoch: int) -> Layout:

@@ -138,8 +138,9 @@ def build_layout_stream(trajs: list, builder: Any, sampler: Any, dcfg: DataConfi
             labels = [s.action if imitated(s.action) else None for s in traj.steps]
             targets = capped_labels(traj.model_copy(update={"meta": traj.meta | {"labels": labels}}),
                                     dcfg.on_policy_states, seed, epoch)
-            return build_policy_examples(traj, joint.builder, joint.policy(lay), targets, dcfg.max_pack_tokens,
-                                         negatives, (seed, epoch), memory_id=f"scienceworld/{lay.name}")
+            return build_policy_examples(traj, joint.builder, joint.policy(lay), targets,
+                                         max(dcfg.max_pack_tokens, joint.pack_tokens), negatives, (seed, epoch),
+                                         memory_id=f"scienceworld/{lay.name}")
         lay = sampler(traj, epoch)
         policy = policies.get(lay.name) or policies.setdefault(lay.name, layout_policy(lay))
         targets = capped_labels(traj, dcfg.on_policy_states, seed, epoch)
@@ -313,7 +314,7 @@ def _train(a: argparse.Namespace) -> int:
         stream = build_stream(trajs, builder, sampler, dcfg, cfg.seed, cfg.negatives)
     cfg = replace(cfg, data=data_fingerprint(trajs, a.layouts, dcfg) + "/"
                   + prompt_fingerprint(trajs[0], builder, a.layouts, dcfg)
-                  + (f"/scienceworld:{joint.prompt_fingerprint(sw_trajs[0], dcfg.max_pack_tokens)}" if joint else ""))
+                  + (f"/scienceworld:{_joint_fingerprint(joint, sw_trajs, dcfg)}" if joint else ""))
     if init_folder is not None:
         cfg = replace(cfg, init=f"{a.init_adapter}@{adapter_summary(init_folder)['sha1']}")
     if a.skip_finished and (done := finished_run(out, cfg)) is not None:
@@ -358,6 +359,12 @@ def _train(a: argparse.Namespace) -> int:
     print(json.dumps({"out": str(out), "train_wall_s": log.wall_s, "updates_s": record["updates_s"],
                       "final_train_loss": log.train[-1]["loss"], "val": log.val[-2:]}))
     return 0
+
+
+def _joint_fingerprint(joint: Any, sw_trajs: list, dcfg: DataConfig) -> str:
+    """How ScienceWorld's trajectories are rendered, on the longest one (its prompts overflow the budget, so the
+    history drop is covered), packed as the stream packs them."""
+    return joint.prompt_fingerprint(max(sw_trajs, key=lambda t: t.n_steps), max(dcfg.max_pack_tokens, joint.pack_tokens))
 
 
 def _data_config(a: argparse.Namespace) -> DataConfig:

@@ -60,8 +60,12 @@ def test_a_scienceworld_refinement_takes_its_benchmarks_defaults_and_refuses_tes
         RefineConfig(env="scienceworld")
     alf = RefineConfig()
     assert (alf.split, alf.weak_rule, alf.max_steps, alf.env) == ("valid_seen", "relative", 50, "alfworld")
-    old = {k: v for k, v in alf.identity().items() if k != "env"}  # a refinement saved before the option
+    old = {k: v for k, v in alf.identity().items() if k not in ("env", "task_types")}  # saved before the options
     assert saved_identity(old | {"reflector_sees_plan": False}) == alf.identity()
+    typed = RefineConfig(env="scienceworld", backend="llama-server", task_types=["find-plant", "boil"])
+    assert typed.task_types == ("find-plant", "boil") and typed.identity()["task_types"] == ["find-plant", "boil"]
+    with pytest.raises(ValueError, match=r"task_types \['pick'\]: scienceworld has no such type"):
+        RefineConfig(env="scienceworld", backend="llama-server", task_types=["pick"])
 
 
 def test_refinement_statistics_tell_commits_by_reward_gain_from_commits_by_success(tmp_path):
@@ -75,3 +79,22 @@ def test_refinement_statistics_tell_commits_by_reward_gain_from_commits_by_succe
         TASK, "put a apple in fridge.")
     assert (by_gain.outcome, by_success.outcome) == ("committed", "committed")
     assert (_committed_by(by_gain), _committed_by(by_success)) == ("reward_gain", "success")
+
+
+def test_a_scienceworld_refinement_prompts_its_stages_in_scienceworlds_words(tmp_path, monkeypatch):
+    import importlib
+
+    refine_module = importlib.import_module("workbench.methods.agmr.refine")  # the package exports refine()
+
+    seen, real = [], refine_module.run_stage
+
+    def recording(backend, stage, payload, **kw):
+        seen.append((stage, kw.get("benchmark")))
+        return real(backend, stage, payload, **kw)
+
+    monkeypatch.setattr(refine_module, "run_stage", recording)
+    base = make_base(tmp_path)
+    r = GradedRefiner(base, [(False, WRONG, None, 10), (False, WRONG, None, 45)])
+    object.__setattr__(r.config, "env", "scienceworld")  # its stages still answered by the offline algorithms here
+    r.refine_task(TASK, "put a apple in fridge.")
+    assert seen and {b for _, b in seen} == {"scienceworld"}

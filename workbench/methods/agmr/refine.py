@@ -195,7 +195,8 @@ class Refiner:
                        self.config.max_steps)
 
     def _stage(self, name: str, payload: BaseModel) -> Any:
-        return run_stage(self.backend, name, payload, ledger=self.ledger).value
+        return run_stage(self.backend, name, payload, ledger=self.ledger,
+                         benchmark=getattr(self.config, "env", "alfworld")).value
 
     def _refused(self, e: Exception) -> None:
         """A stage's reply parsed but the refinement refused it (a RefinementError or a payload it made that does not
@@ -462,13 +463,13 @@ def _refine(config: RefineConfig, out: str | Path, *, lm: Any, progress: bool, s
     adoptable = adoptable_executions(adopt_from, config) if adopt_from is not None else {}
     base, done = prepare(root, config)
     _, log_path, exec_path = refine_paths(root)
-    tasks = load_tasks(config.env, config.split)
+    tasks = load_tasks(config.env, config.split, list(config.task_types) or None)
     tasks = [tasks[i] for i in parse_task_slice(config.tasks, len(tasks))]
     todo = [t for t in tasks if t.task_id not in done]
     if stop_after is not None:
         todo = todo[:stop_after]
     if todo:
-        experts = {t.task_id: t for t in _experts(config.env, config.split)}
+        experts = {t.task_id: t for t in _experts(config.env, config.split, config.task_types)}
         plans = {k: t.actions() for k, t in experts.items()}
         lm = lm or load_model(config.model, dtype=config.dtype)
         # the offline reflector replays ALFWorld states with their admissible commands (ScienceWorld's, a thousand
@@ -492,14 +493,15 @@ def _refine(config: RefineConfig, out: str | Path, *, lm: Any, progress: bool, s
     return refine_stats(root)
 
 
-def _experts(env: str, split: str) -> list:
-    """The expert trajectories of a refinement split (ALFWorld's planner's; ScienceWorld's gold paths)."""
+def _experts(env: str, split: str, task_types: Sequence[str] = ()) -> list:
+    """The expert trajectories of a refinement split (ALFWorld's planner's; ScienceWorld's gold paths, of
+    ``task_types`` only when given)."""
     if env == "alfworld":
         return expert_trajectories_for(split)
     from workbench.envs.scienceworld import parse_env_spec
     from workbench.envs.scienceworld_experts import gold_trajectories
 
-    return gold_trajectories(split, parse_env_spec(env), progress=False)
+    return gold_trajectories(split, parse_env_spec(env), progress=False, task_types=list(task_types) or None)
 
 
 def _goal(env: Any, task: Any) -> str:

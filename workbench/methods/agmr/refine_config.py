@@ -13,7 +13,7 @@ __all__ = ["VARIANTS", "LEGACY_IDENTITY", "RefinementError", "RefineConfig", "sa
 VARIANTS = ("agmr", "no-agr")
 
 #: What a refinement saved before a parameter existed did: its reflector always read the expert plan, on ALFWorld.
-LEGACY_IDENTITY = {"reflector_sees_plan": True, "env": "alfworld"}
+LEGACY_IDENTITY = {"reflector_sees_plan": True, "env": "alfworld", "task_types": []}
 #: E.2's weak-utilization rule per benchmark (the paper's: relative for ALFWorld, a capped global threshold for SciWorld)
 WEAK_RULES = {"alfworld": "relative", "scienceworld": "global_capped"}
 #: the split refined when none is given (never the test split: ALFWorld's valid_seen; ScienceWorld's dev variations)
@@ -35,6 +35,7 @@ class RefineConfig:
 
     Attributes:
         split, tasks: the refinement tasks (valid_seen: the default agent was cloned on valid_train's games).
+        task_types: only the split's tasks of these types (before ``tasks`` slices them); empty: every type.
         model, dtype: the agent.
         heads: the retrieval heads H that C averages; empty: the model's committed heads.
         backend, backend_args: the LLM stages' backend (``offline-alfworld``: the deterministic algorithms).
@@ -71,6 +72,7 @@ class RefineConfig:
     source: str | None = None
     reflector_sees_plan: bool = False
     env: str = "alfworld"
+    task_types: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         from workbench.envs.benchmarks import benchmark
@@ -89,6 +91,13 @@ class RefineConfig:
                 raise ValueError("a ScienceWorld refinement's reflector and refiner need an LLM (--backend "
                                  "llama-server, openai or local: `workbench list backends`); offline-alfworld runs "
                                  "ALFWorld's deterministic algorithms")
+        if isinstance(self.task_types, str) or not all(isinstance(t, str) for t in self.task_types):
+            raise ValueError(f"task_types {self.task_types!r}: expected a list of task type names")
+        object.__setattr__(self, "task_types", tuple(self.task_types))
+        unknown = sorted(set(self.task_types) - set(bench.task_types))
+        if unknown:
+            raise ValueError(f"task_types {unknown}: {self.env} has no such type (`workbench list task-types --env "
+                             f"{name}`)")
         # integers only (a float 20.7 is refused, never truncated to 20), distinct; empty: the committed heads
         object.__setattr__(self, "heads", tuple(check_heads(self.heads, "refinement heads", required=False)))
         object.__setattr__(self, "backend_args", tuple(self.backend_args))
@@ -108,4 +117,5 @@ class RefineConfig:
         d = asdict(self)
         d["heads"] = [list(h) for h in self.heads]
         d["backend_args"] = list(self.backend_args)
+        d["task_types"] = list(self.task_types)
         return d

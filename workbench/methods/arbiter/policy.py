@@ -76,6 +76,7 @@ class ArbiterPolicy:
         self.signals = self.variant.signals()
         self.gate = self.variant.gate()
         self.allocation = self.variant.allocation()
+        self._benchmark = "alfworld"  # the words of its stages' prompts: the episode's task's (begin)
         self.begin_state("", "")
 
     # -- episode state -----------------------------------------------------------------------------------
@@ -94,6 +95,7 @@ class ArbiterPolicy:
         self._ledger: list = []
 
     def begin(self, task: Task, goal: str, room: str) -> None:
+        self._benchmark = getattr(task, "benchmark", "alfworld")  # the words of its stages' prompts
         self.begin_state(goal, room)
 
     def observe(self, step: Step, next_observation: str) -> None:
@@ -124,7 +126,7 @@ class ArbiterPolicy:
         try:
             return run_stage(self.backend, "arbiter_state_parser",
                              StateParserInput(goal=self._goal, observation=self._obs, history=tuple(history)),
-                             ledger=self._ledger).value
+                             ledger=self._ledger, benchmark=self._benchmark).value
         except LLMOutputError as e:
             errors.append({"stage": "arbiter_state_parser", "error": type(e).__name__, "reason": e.reason})
             return self._state or ParsedState(subgoal=f"work towards: {self._goal}")
@@ -135,7 +137,7 @@ class ArbiterPolicy:
                                WriterInput(goal=self._goal, step=step, observation=self._obs,
                                            previous_action=self._prev_action, state=state,
                                            memory=tuple(f"[{i.id}] {i.bank}: {i.focal}" for i in self.store.active())
-                                           ), ledger=self._ledger).value
+                                           ), ledger=self._ledger, benchmark=self._benchmark).value
             outcome = (self._prev_action, self._failed) if self._prev_action is not None else None
             return self.store.update(writes.items, step, state, outcome)
         except LLMOutputError as e:

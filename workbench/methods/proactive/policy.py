@@ -74,6 +74,7 @@ class ProactivePolicy:
         self.begin(None, "", "")  # type: ignore[arg-type]
 
     def begin(self, task: Task, goal: str, room: str) -> None:
+        self._benchmark = getattr(task, "benchmark", "alfworld")  # the words of its stages' prompts
         self.bank = Bank()
         self._goal, self._obs = goal, room
         self._steps: list[Step] = []
@@ -136,7 +137,7 @@ class ProactivePolicy:
     def timed_stage(self, stage: str, payload, rec: dict):
         t0 = time.perf_counter()
         try:
-            return run_stage(self.backend, stage, payload, ledger=self._ledger).value
+            return run_stage(self.backend, stage, payload, ledger=self._ledger, benchmark=self._benchmark).value
         finally:
             rec["n_calls"] += 1
             rec["latency_ms"] += (time.perf_counter() - t0) * 1000
