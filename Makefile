@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PROFILE ?= default
 PYTEST_ARGS ?=
 
-.PHONY: check-java train-agent-joint refine-scienceworld-agmr refine-scienceworld-no-agr eval-scienceworld docs docs-serve gpu-check install install-docs install-server install-browser reproduce test test-fast fuzz lab train-agent train-agent-v1 train-agent-v2-expert-only eval-agent-v2 eval-methods-v2 refine-v2-agmr refine-v2-no-agr refine-v2-agmr-plan-free dtype-table clean-venv
+.PHONY: check-java train-agent-joint refine-scienceworld-agmr refine-scienceworld-no-agr refine-scienceworld-agmr-served eval-scienceworld docs docs-serve gpu-check install install-docs install-server install-browser reproduce test test-fast fuzz lab train-agent train-agent-v1 train-agent-v2-expert-only eval-agent-v2 eval-methods-v2 refine-v2-agmr refine-v2-no-agr refine-v2-agmr-plan-free dtype-table clean-venv
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -240,9 +240,11 @@ eval-methods-v2: install
 		06_proactive
 
 # ScienceWorld at paper scale (issue 48), resumable step by step: AGMR and w/o AGR refine the train@10 gold-path base
-# on dev@1 of ETO's 24 types with the served SmolLM2-135M-Instruct as reflector and refiner (the real LLM here; both
-# in parallel, one core each), then grids/scienceworld_test.yaml (test@2), then notebook 08. Agent v2 (ALFWorld-only)
-# for now; the joint agent (make train-agent-joint) gets its own grid once trained.
+# on dev@1 of ETO's 24 types (both in parallel, one core each) with ScienceWorld's offline rules and the reflector
+# shown each task's gold path (the oracle, as ALFWorld's committed bases were refined), then grids/scienceworld_test.yaml
+# (test@2), then notebook 08. refine-scienceworld-agmr-served is the same refinement with the served
+# SmolLM2-135M-Instruct as reflector and refiner (the real LLM here, the paper's plan-free reflector). Agent v2
+# (ALFWorld-only) for now; the joint agent (make train-agent-joint) gets its own grid once trained.
 SW_AGENT := smollm2-135m-alfworld-v2
 SW_RUNS := runs/scienceworld/$(SW_AGENT)
 SW_ETO_TYPES := boil change-the-state-of-matter-of freeze melt measure-melting-point-known-substance use-thermometer \
@@ -252,12 +254,14 @@ SW_ETO_TYPES := boil change-the-state-of-matter-of freeze melt measure-melting-p
 	lifespan-longest-lived lifespan-longest-lived-then-shortest-lived lifespan-shortest-lived identify-life-stages-1 \
 	identify-life-stages-2
 SW_REFINE = OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 $(BIN)/workbench refine --env scienceworld --model $(SW_AGENT) \
-	--dtype bfloat16 --split dev@1 --task-types $(SW_ETO_TYPES) --backend llama-server
-refine-scienceworld-agmr: install install-server check-java
-	$(SW_REFINE) --variant agmr --out $(SW_RUNS)/bases/agmr
-refine-scienceworld-no-agr: install install-server check-java
-	$(SW_REFINE) --variant no-agr --out $(SW_RUNS)/bases/no-agr
-eval-scienceworld: install install-server check-java
+	--dtype bfloat16 --split dev@1 --task-types $(SW_ETO_TYPES)
+refine-scienceworld-agmr: install check-java
+	$(SW_REFINE) --backend offline-scienceworld --reflector-sees-plan --variant agmr --out $(SW_RUNS)/bases/agmr
+refine-scienceworld-no-agr: install check-java
+	$(SW_REFINE) --backend offline-scienceworld --reflector-sees-plan --variant no-agr --out $(SW_RUNS)/bases/no-agr
+refine-scienceworld-agmr-served: install install-server check-java
+	$(SW_REFINE) --backend llama-server --variant agmr --out $(SW_RUNS)/bases/agmr-served
+eval-scienceworld: install check-java
 	$(MAKE) -j2 refine-scienceworld-agmr refine-scienceworld-no-agr
 	OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 $(BIN)/workbench sweep grids/scienceworld_test.yaml --workers 2
 	OMP_NUM_THREADS=1 $(BIN)/workbench reproduce --profile full --dtype bfloat16 --notebooks 08_scienceworld

@@ -87,3 +87,47 @@ def test_the_methods_pass_the_episodes_benchmark_to_their_stages(policy, monkeyp
     except LLMOutputError:
         pass
     assert seen and set(seen) == {"scienceworld"}
+
+
+@pytest.mark.parametrize("benchmark, refusal, other", [
+    ("scienceworld", "No known action matches that input.", "Nothing happens."),
+    ("alfworld", "Nothing happens.", "No known action matches that input.")])
+def test_the_methods_read_a_failed_action_in_the_episodes_benchmarks_words(benchmark, refusal, other):
+    from workbench.agents.policy import build_policy
+    from workbench.envs.benchmarks import failure_check
+    from workbench.memory.trajectory import Step
+
+    assert failure_check(benchmark)(refusal) and not failure_check(benchmark)(other)
+    arbiter = build_policy("arbiter", backend="llama-server")
+    task = Task(task_id="t/x/0", split="t", task_type="x", path="", benchmark=benchmark)
+    arbiter.begin(task, "boil water", "This room is called the kitchen.")
+    arbiter.observe(Step(observation="", action="eat stove"), refusal)
+    assert arbiter._failed
+    arbiter.observe(Step(observation="", action="eat stove"), "You move to the kitchen.")
+    assert not arbiter._failed
+    proactive = build_policy("proactive", backend="llama-server")
+    proactive.begin(task, "boil water", "This room is called the kitchen.")
+    assert proactive._is_failure(refusal) and not proactive._is_failure(other)
+
+
+#: sha256 (16 hex) of every stage's ALFWorld render of the test payloads, as the prompt files rendered them before the
+#: vocabulary existed (74cc0f3's templates): a change here changes ALFWorld's results and invalidates its cached replies
+ALFWORLD_RENDERS = {
+    "arbiter_state_parser": "850f8fa307daafe8", "arbiter_writer": "cc31dfca586c36fb", "awm_induce": "83ed05cbb80befc5",
+    "dc_curate": "3a3f331ff215997f", "pattern_judge": "f1421c9a4a9ac94f", "proactive_advise": "850a05f7bc6f2877",
+    "proactive_intervene": "f75e95fa7a4ec37a", "proactive_update": "6fc3e4c0eae32d4f",
+    "refiner_failure": "1d14be5ad1c519d5", "refiner_success": "88ec754563f0fc04",
+    "reflector_edit_failure": "1de836aa54b7c4eb", "reflector_edit_success": "34dac3d860738265",
+    "reflector_failure": "a6bfa2a25ce80f50", "reflector_success": "8a5f876088187a43",
+    "retrieval_analyzer": "5d8b89a66554695a",
+}
+
+
+def test_alfworlds_renders_are_byte_for_byte_the_prompts_before_the_vocabulary():
+    import hashlib
+
+    got = {}
+    for name, payload in sorted(payloads().items()):
+        messages, _ = render_stage(name, payload)
+        got[name] = hashlib.sha256(json.dumps([[m.role, m.content] for m in messages]).encode()).hexdigest()[:16]
+    assert got == ALFWORLD_RENDERS

@@ -12,7 +12,7 @@ from typing import Callable
 from workbench.envs.base import Environment, Task
 from workbench.registry import Registry
 
-__all__ = ["Benchmark", "BENCHMARKS", "benchmark", "make_env", "load_tasks", "default_max_steps", "task_types"]
+__all__ = ["Benchmark", "BENCHMARKS", "benchmark", "make_env", "load_tasks", "failure_check", "default_max_steps", "task_types"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,7 @@ class Benchmark:
     instructions: str | None = None  # the action prompt's system text (None: the prompts' default, ALFWorld's)
     max_prompt_tokens: int | None = None  # the action prompt's budget (None: the model's context)
     history_chunk: int = 1  # how many of the oldest history steps an overflowing prompt drops at a time
+    is_failure: Callable[[str], bool] | None = None  # whether an observation says the action did nothing
     default_split: str = "valid_unseen"
     default_decode: str = "score"
     teacher_forcing: bool = True  # whether a run teacher-forces unless told otherwise
@@ -54,6 +55,7 @@ class Benchmark:
 
 def _alfworld() -> Benchmark:
     from workbench.envs.alfworld import MAX_STEPS, ALFWorldEnv, load_alfworld_tasks
+    from workbench.envs.alfworld_text import is_failure
     from workbench.envs.normalize import TASK_TYPE_PREFIXES
 
     def check(env: str) -> None:
@@ -66,7 +68,7 @@ def _alfworld() -> Benchmark:
 
     return Benchmark(make=make, tasks=lambda env, split, types: load_alfworld_tasks(split, types),
                      max_steps=MAX_STEPS, task_types=tuple(dict.fromkeys(TASK_TYPE_PREFIXES.values())),
-                     splits=("valid_train", "valid_seen", "valid_unseen"), check=check)
+                     splits=("valid_train", "valid_seen", "valid_unseen"), check=check, is_failure=is_failure)
 
 
 def _scienceworld() -> Benchmark:
@@ -87,7 +89,7 @@ def _scienceworld() -> Benchmark:
     return Benchmark(make=make, tasks=tasks, max_steps=max(sw.STEP_LIMITS.values()), task_types=sw.TASK_TYPES,
                      splits=("train", "dev", "test", "test@10"), default_memory_base=base,
                      check=sw.parse_env_spec, instructions=sw.INSTRUCTIONS, default_split="test@10",
-                     max_prompt_tokens=sw.PROMPT_TOKENS, history_chunk=sw.HISTORY_CHUNK,
+                     max_prompt_tokens=sw.PROMPT_TOKENS, history_chunk=sw.HISTORY_CHUNK, is_failure=sw.is_refusal,
                      # a thousand valid actions a step: written along their trie (benchmarks/scienceworld_decode.py);
                      # teacher forcing would score them all at every expert step
                      default_decode="constrained", teacher_forcing=False)
@@ -121,6 +123,15 @@ def make_env(env: str, max_steps: int | None = None) -> Environment:
 def load_tasks(env: str, split: str, task_types: list[str] | None = None) -> list[Task]:
     """The tasks of ``env``'s ``split`` (optionally of ``task_types`` only), in the split's sorted order."""
     return benchmark(env).tasks(env, split, task_types)
+
+
+def failure_check(env: str) -> Callable[[str], bool]:
+    """How ``env`` says an action did nothing: ``check(observation) -> bool`` (ALFWorld's "Nothing happens.";
+    ScienceWorld's refusals). The memory methods' failure signals read it (``Task.benchmark``)."""
+    check = benchmark(env).is_failure
+    if check is None:
+        raise ValueError(f"benchmark '{env}' says nothing of how it answers a failed action (Benchmark.is_failure)")
+    return check
 
 
 def default_max_steps(env: str) -> int:

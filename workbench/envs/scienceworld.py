@@ -34,7 +34,7 @@ from pathlib import Path
 
 from workbench.envs.base import DataRootError, SimulatorDiedError, StepResult, Task
 
-__all__ = ["INSTRUCTIONS", "PROMPT_TOKENS", "HISTORY_CHUNK", "ScienceWorldEnv", "SimulatorDiedError", "SimulatorError", "JavaMissingError", "TASK_TYPES", "STEP_LIMITS", "ETO_TYPES",
+__all__ = ["INSTRUCTIONS", "PROMPT_TOKENS", "HISTORY_CHUNK", "REFUSALS", "is_refusal", "ScienceWorldEnv", "SimulatorDiedError", "SimulatorError", "JavaMissingError", "TASK_TYPES", "STEP_LIMITS", "ETO_TYPES",
            "LONG_TYPES", "SPLITS", "SIMPLIFICATIONS", "load_scienceworld_tasks", "parse_split", "parse_env_spec",
            "java_version", "variations"]
 
@@ -59,6 +59,15 @@ PROMPT_TOKENS = 4096
 #: an overflowing prompt drops its oldest history steps 10 at a time (ours): the kept history then starts at the same
 #: step for ~10 decisions, whose prompts extend one another (the KV cache reused; training packs them into one forward)
 HISTORY_CHUNK = 10
+#: how the simulator answers an action that did nothing (ALFWorld's "Nothing happens.")
+REFUSALS = ("No known action matches that input.", "It's not clear how to", "That thing doesn't appear to have",
+            "is already open", "is already closed", "is already activated", "is already deactivated",
+            "You can't", "cannot be", "Unknown action")
+
+
+def is_refusal(observation: str) -> bool:
+    """Whether ``observation`` is the simulator refusing an action or answering that it did nothing."""
+    return any(r in (observation or "") for r in REFUSALS)
 #: seconds a simulator call may take before its JVM counts as hung (ours: the slowest seen, loading a Mendelian
 #: genetics variation with its gold path, takes ~5 s)
 CALL_TIMEOUT_S = 300.0

@@ -163,6 +163,10 @@ class RunConfig:
             if opt in valid:
                 value = valid[opt]
                 object.__setattr__(self, opt, tuple(value) if isinstance(value, list) else value)
+        if isinstance(self.backend, str) and self.backend.startswith("offline-scienceworld"):
+            raise ValueError(f"--backend offline-scienceworld answers AGMR's refinement stages on ScienceWorld "
+                             f"(`workbench refine --env scienceworld`), not --memory {self.memory}'s: give it an LLM "
+                             "(`workbench list backends`)")
         if self.env != "alfworld" and self.memory in ALFWORLD_ONLY_POLICIES:
             raise ValueError(f"--memory {self.memory} on {self.env}: AGMR Table 1's {self.memory} baseline is built for "
                              "ALFWorld (its prompts teach ALFWorld's command language); on this benchmark play none, "

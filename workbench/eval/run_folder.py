@@ -223,6 +223,11 @@ def write_run_config(cfg: RunConfig, device: str | None = None) -> None:
             record["versions"]["scienceworld"] = version("scienceworld")
         except PackageNotFoundError:
             record["versions"]["scienceworld"] = None
+        from workbench.envs.benchmarks import benchmark
+
+        bench = benchmark(cfg.env)  # the action prompt's budget and history drop (informational: not the identity)
+        record["versions"]["prompt_budget"] = str(bench.max_prompt_tokens)
+        record["versions"]["history_chunk"] = str(bench.history_chunk)
     if cfg.decode == "constrained":
         from workbench.agents.loop import BEAM
 

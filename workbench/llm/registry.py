@@ -89,6 +89,13 @@ def _offline_alfworld(**kwargs: Any) -> Backend:
     return OfflineALFWorldBackend(**kwargs)
 
 
+def _offline_scienceworld(**kwargs: Any) -> Backend:
+    # lazy: a backend's client (HTTP, an in-process model) loads only when that backend is asked for
+    from workbench.llm.offline import OfflineScienceWorldBackend
+
+    return OfflineScienceWorldBackend(**kwargs)
+
+
 def _scripted(**kwargs: Any) -> Backend:
     # lazy: a backend's client (HTTP, an in-process model) loads only when that backend is asked for
     from workbench.llm.scripted import ScriptedBackend
@@ -104,4 +111,6 @@ register_backend("local", _local, doc="an in-process white-box model")
 register_backend("llama-server", _llama_server,
                  doc="a llama.cpp server on the packaged SmolLM2 (or model=<.gguf>), started and stopped by this process")
 register_backend("offline-alfworld", _offline_alfworld, doc="deterministic offline ALFWorld algorithms (no model)")
+register_backend("offline-scienceworld", _offline_scienceworld,
+                 doc="deterministic offline algorithms of AGMR's refinement on ScienceWorld (no model)")
 register_backend("scripted", _scripted, doc="scripted replies, for tests")

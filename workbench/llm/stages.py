@@ -25,7 +25,7 @@ from workbench.memory.segment_text import segment_text
 from workbench.memory.trajectory import MemoryEntry, Step, Trajectory
 from workbench.registry import Registry
 
-__all__ = ["Stage", "STAGES", "register_stage", "register_stages", "get_stage", "list_stages", "render_stage", "run_stage", "render_memory",
+__all__ = ["Stage", "STAGES", "register_stage", "register_stages", "register_scienceworld_algorithms", "get_stage", "list_stages", "render_stage", "run_stage", "render_memory",
            "render_steps", "render_trajectory"]
 
 
@@ -73,6 +73,17 @@ def register_stages(stages: Sequence[Stage], offline: Mapping[str, Callable[[Any
     for st in stages:
         register_stage(st)
         register_algorithm(st.name, st.input_model, offline[st.name])
+
+
+def register_scienceworld_algorithms(stages: Sequence[Stage], offline: Mapping[str, Callable[[Any], Any]]) -> None:
+    """Register the ``offline-scienceworld`` algorithms of some of ``stages`` (already registered by
+    :func:`register_stages`): stage name -> algorithm over the stage's validated input."""
+    by_name = {st.name: st for st in stages}
+    unknown = sorted(set(offline) - set(by_name))
+    if unknown:
+        raise LLMConfigError(f"offline ScienceWorld algorithms for stages {unknown}, which are not among {sorted(by_name)}")
+    for name, algorithm in offline.items():
+        register_algorithm(name, by_name[name].input_model, algorithm, benchmark="scienceworld")
 
 
 def get_stage(name: str) -> Stage:

@@ -64,9 +64,12 @@ class JointData:
     @property
     def pack_tokens(self) -> int:
         """The bound of one packed ScienceWorld example: the prompt budget and 1,024 tokens of branches, so a
-        visit's states share one prefix (one forward) up to the budget. ALFWorld's bound (``--max-pack-tokens``,
-        3,072) would give every state past it a forward of its own: ten ~4k-token forwards a visit, ~10 min on one
-        core, where one costs ~1 min. The loss is the same either way (summed per target token over the update)."""
+        visit's states share one forward as long as their prompts extend one another (they fit the budget, or share a
+        :data:`~workbench.envs.scienceworld.HISTORY_CHUNK` window of the history drop). ALFWorld's bound
+        (``--max-pack-tokens``, 3,072) gave every state past it a forward of its own. Measured on the 289 train@10
+        gold paths (epoch 0, 10 states a visit, with the 10-step history drop): 1.25 examples and 3.2k tokens a visit
+        on average, against 2.55 and 7.9k before; the longest visits still take up to
+        5 forwards. The loss is the same either way (summed per target token over the update)."""
         return self.builder.max_tokens + 1024
 
     @classmethod

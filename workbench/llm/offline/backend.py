@@ -19,7 +19,8 @@ from workbench.llm.protocol import ChatResult, Message, ToolSpec
 from workbench.llm.tools import format_text_tool_call
 from workbench.registry import Registry
 
-__all__ = ["OfflineALFWorldBackend", "OFFLINE_ALGORITHMS", "register_algorithm"]
+__all__ = ["OfflineALFWorldBackend", "OfflineScienceWorldBackend", "OFFLINE_ALGORITHMS",
+           "OFFLINE_SCIENCEWORLD_ALGORITHMS", "register_algorithm"]
 
 #: Stage name -> (its input model, the deterministic algorithm that answers it). Each method registers the
 #: algorithms of its stages beside their definitions (``workbench.methods.<m>.stages``), imported on a miss.
@@ -27,9 +28,18 @@ OFFLINE_ALGORITHMS: Registry[tuple[type[BaseModel], Callable[[Any], Any]]] = Reg
     "offline algorithm", providers=("workbench.methods",), error=LLMConfigError)
 
 
-def register_algorithm(stage: str, input_model: type[BaseModel], algorithm: Callable[[Any], Any]) -> None:
-    """Register the offline algorithm that answers ``stage`` from its validated payload."""
-    OFFLINE_ALGORITHMS.register(stage, (input_model, algorithm))
+#: ScienceWorld's: the stages of AGMR's refinement only (the memory policies' stages need an LLM there)
+OFFLINE_SCIENCEWORLD_ALGORITHMS: Registry[tuple[type[BaseModel], Callable[[Any], Any]]] = Registry(
+    "offline ScienceWorld algorithm", providers=("workbench.methods",), error=LLMConfigError)
+
+
+def register_algorithm(stage: str, input_model: type[BaseModel], algorithm: Callable[[Any], Any],
+                       benchmark: str = "alfworld") -> None:
+    """Register the offline algorithm that answers ``stage`` from its validated payload, on ``benchmark``."""
+    registry = {"alfworld": OFFLINE_ALGORITHMS, "scienceworld": OFFLINE_SCIENCEWORLD_ALGORITHMS}.get(benchmark)
+    if registry is None:
+        raise LLMConfigError(f"offline algorithms exist for alfworld and scienceworld, not '{benchmark}'")
+    registry.register(stage, (input_model, algorithm))
 
 
 class OfflineALFWorldBackend:
@@ -42,6 +52,7 @@ class OfflineALFWorldBackend:
 
     name = "offline-alfworld"
     model = "alfworld-rules-v1"
+    algorithms = OFFLINE_ALGORITHMS
     uses_context = True  # answers are computed from the payload (also keys the response cache)
     mode = "algorithm"  # see workbench.llm.ledger
 
@@ -65,15 +76,18 @@ class OfflineALFWorldBackend:
     ) -> ChatResult:
         """Answer from ``context``; raises LLMConfigError when there is no stage payload to compute from."""
         stage = (context or {}).get("stage")
-        if stage not in OFFLINE_ALGORITHMS:
-            raise LLMConfigError(
-                f"offline-alfworld computes answers from the structured stage payload; got stage={stage!r}. "
-                f"Call it through workbench.llm.run_stage (stages: {sorted(OFFLINE_ALGORITHMS.names())})")
-        input_model, algorithm = OFFLINE_ALGORITHMS.get(stage)
+        if stage not in self.algorithms:
+            if stage is None:
+                raise LLMConfigError(
+                    f"{self.name} computes answers from the structured stage payload, and got none. Call it through "
+                    f"workbench.llm.run_stage (its stages: {sorted(self.algorithms.names())})")
+            raise LLMConfigError(f"{self.name} has no algorithm for stage {stage!r} (its stages: "
+                                 f"{sorted(self.algorithms.names())}): give that stage an LLM backend")
+        input_model, algorithm = self.algorithms.get(stage)
         try:
             payload = input_model.model_validate((context or {}).get("input"))
         except ValidationError as e:
-            raise LLMConfigError(f"offline-alfworld: payload for stage '{stage}' is invalid: {e}") from None
+            raise LLMConfigError(f"{self.name}: payload for stage '{stage}' is invalid: {e}") from None
         out = algorithm(payload)
         self.stats["calls"] += 1
         if isinstance(out, list):  # a tool stage
@@ -83,3 +97,13 @@ class OfflineALFWorldBackend:
             return ChatResult(tool_calls=tuple(out), finish_reason="tool_calls" if out else "stop",
                               backend=self.name, model=self.model)
         return ChatResult(text=out.model_dump_json(), finish_reason="stop", backend=self.name, model=self.model)
+
+
+class OfflineScienceWorldBackend(OfflineALFWorldBackend):
+    """Deterministic rule-based answers for AGMR's refinement stages on ScienceWorld
+    (:mod:`workbench.methods.agmr.offline.scienceworld`): the plan-tracking reflector over the task's gold path and
+    the attention-guided refiner's rule with ScienceWorld's action kinds. Other stages are refused by name."""
+
+    name = "offline-scienceworld"
+    model = "scienceworld-rules-v1"
+    algorithms = OFFLINE_SCIENCEWORLD_ALGORITHMS

@@ -38,7 +38,8 @@ class RefineConfig:
         task_types: only the split's tasks of these types (before ``tasks`` slices them); empty: every type.
         model, dtype: the agent.
         heads: the retrieval heads H that C averages; empty: the model's committed heads.
-        backend, backend_args: the LLM stages' backend (``offline-alfworld``: the deterministic algorithms).
+        backend, backend_args: the LLM stages' backend (``offline-alfworld``: the deterministic algorithms;
+            ScienceWorld's: ``offline-scienceworld``).
         variant: ``agmr`` or ``no-agr`` (the reflector edits directly, no C).
         max_attempts: K, failure-branch attempts.
         reward_gain: a failure-branch edit is also accepted when the reward rises by this much.
@@ -89,11 +90,15 @@ class RefineConfig:
                                  "refined base is evaluated on test)")
             if self.backend.startswith("offline-alfworld"):
                 raise ValueError("a ScienceWorld refinement's reflector and refiner need an LLM (--backend "
-                                 "llama-server, openai or local: `workbench list backends`); offline-alfworld runs "
-                                 "ALFWorld's deterministic algorithms")
-        if isinstance(self.task_types, str) or not all(isinstance(t, str) for t in self.task_types):
+                                 "llama-server, openai or local: `workbench list backends`) or ScienceWorld's own "
+                                 "rules (--backend offline-scienceworld); offline-alfworld runs ALFWorld's")
+        elif self.backend.startswith("offline-scienceworld"):
+            raise ValueError(f"--backend offline-scienceworld answers a ScienceWorld refinement's stages, not "
+                             f"{name}'s: use offline-alfworld or an LLM")
+        types = () if self.task_types is None else self.task_types
+        if isinstance(types, str) or not all(isinstance(t, str) for t in types):
             raise ValueError(f"task_types {self.task_types!r}: expected a list of task type names")
-        object.__setattr__(self, "task_types", tuple(self.task_types))
+        object.__setattr__(self, "task_types", tuple(dict.fromkeys(types)))  # in the order given, once each
         unknown = sorted(set(self.task_types) - set(bench.task_types))
         if unknown:
             raise ValueError(f"task_types {unknown}: {self.env} has no such type (`workbench list task-types --env "

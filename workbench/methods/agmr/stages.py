@@ -10,10 +10,12 @@ import json
 
 from workbench.llm.stages import (
     Stage,
+    register_scienceworld_algorithms,
     register_stages,
     render_memory,
     render_trajectory,
 )
+from workbench.methods.agmr.offline import scienceworld as sw
 from workbench.methods.agmr.offline.awm import induce_workflow
 from workbench.methods.agmr.offline.dc import curate
 from workbench.methods.agmr.offline.refiner import (
@@ -134,4 +136,16 @@ register_stages(_STAGES, offline={
     "pattern_judge": judge_by_rule,
     "awm_induce": induce_workflow,
     "dc_curate": curate,
+})
+
+# ScienceWorld: the refinement's stages only (``offline-scienceworld``; AWM, DC-RS and the retrieval analyzer are
+# ALFWorld's). The success branch's refiner and w/o AGR's deletions need no action grammar.
+register_scienceworld_algorithms(_STAGES, {
+    "reflector_failure": sw.reflect_failure,
+    "reflector_success": sw.reflect_success,
+    "refiner_failure": sw.refine_failure_sw,
+    "refiner_success": refine_success,
+    "reflector_edit_failure": sw.direct_edit_failure_sw,
+    "reflector_edit_success": direct_edit_success,
+    "pattern_judge": judge_by_rule,
 })

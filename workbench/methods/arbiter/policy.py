@@ -31,6 +31,7 @@ from typing import Any
 
 from workbench.agents.policy import MemoryBlock
 from workbench.envs.alfworld_text import is_failure, normalize
+from workbench.envs.benchmarks import failure_check
 from workbench.envs.base import Task
 from workbench.llm.errors import LLMOutputError
 from workbench.llm.ledger import ledger_records, reject_last
@@ -77,6 +78,7 @@ class ArbiterPolicy:
         self.gate = self.variant.gate()
         self.allocation = self.variant.allocation()
         self._benchmark = "alfworld"  # the words of its stages' prompts: the episode's task's (begin)
+        self._is_failure = is_failure
         self.begin_state("", "")
 
     # -- episode state -----------------------------------------------------------------------------------
@@ -96,12 +98,13 @@ class ArbiterPolicy:
 
     def begin(self, task: Task, goal: str, room: str) -> None:
         self._benchmark = getattr(task, "benchmark", "alfworld")  # the words of its stages' prompts
+        self._is_failure = failure_check(self._benchmark)  # how it says an action did nothing
         self.begin_state(goal, room)
 
     def observe(self, step: Step, next_observation: str) -> None:
         self._prev_action = step.action
         self._actions.append(normalize(step.action))
-        self._failed = is_failure(next_observation)
+        self._failed = self._is_failure(next_observation)
         self._obs = next_observation
         self._last_step = None
 

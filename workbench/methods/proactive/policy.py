@@ -27,7 +27,8 @@ import time
 from typing import Any
 
 from workbench.agents.policy import MemoryBlock
-from workbench.envs.alfworld_text import is_failure, normalize, parse_action
+from workbench.envs.alfworld_text import normalize, parse_action
+from workbench.envs.benchmarks import failure_check
 from workbench.envs.base import Task
 from workbench.llm.errors import LLMOutputError
 from workbench.llm.ledger import ledger_records, reject_last
@@ -75,6 +76,7 @@ class ProactivePolicy:
 
     def begin(self, task: Task, goal: str, room: str) -> None:
         self._benchmark = getattr(task, "benchmark", "alfworld")  # the words of its stages' prompts
+        self._is_failure = failure_check(self._benchmark)  # how it says an action did nothing (the failed trigger)
         self.bank = Bank()
         self._goal, self._obs = goal, room
         self._steps: list[Step] = []
@@ -99,7 +101,7 @@ class ProactivePolicy:
         if self._last is not None and self._last[0] == step:
             return self._last[1]
         acts = [normalize(s.action) for s in self._steps]
-        failed = bool(acts) and is_failure(self._obs)
+        failed = bool(acts) and self._is_failure(self._obs)
         repeated = bool(acts) and acts[-1] in acts[:-1]
         loc = None
         if acts:

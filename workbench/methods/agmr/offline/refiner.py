@@ -25,7 +25,7 @@ deleted one loses its observation, which reported the outcome of the deleted mov
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -48,12 +48,17 @@ from workbench.methods.agmr.stage_types import (
     SuccessRefinerInput,
 )
 
-__all__ = ["diagnose", "refine_failure", "weakly_utilized", "refine_success", "direct_edit_failure",
+__all__ = ["alfworld_kind", "diagnose", "refine_failure", "weakly_utilized", "refine_success", "direct_edit_failure",
            "direct_edit_success", "correction_edit", "deletion_edits", "ATTENDED", "COMPARABLE"]
 
 ATTENDED = DiagnosisConfig().attended_fraction
 COMPARABLE = DiagnosisConfig().distractor_ratio
 MAX_DISTRACTORS = 2
+
+
+def alfworld_kind(action: str) -> str:
+    """An ALFWorld action's kind: its command template (``take``, ``put``, ``go to`` ...)."""
+    return parse_action(action).template
 
 
 def diagnose(column: Sequence[float], target: int, scale: float | None = None) -> tuple[str, tuple[int, ...]]:
@@ -75,11 +80,13 @@ def _add_note(thought: str | None, note: str, first: bool = False) -> str:
     return f"{note} {thought}" if first else f"{thought} {note}"
 
 
-def correction_edit(segs: Sequence[Segment], r: FailureReflection) -> SegmentEdit:
-    """In-place correction of the supporting segment: its thought states the correct action, rules out the wrong one."""
+def correction_edit(segs: Sequence[Segment], r: FailureReflection,
+                    action_kind: Callable[[str], str] = alfworld_kind) -> SegmentEdit:
+    """In-place correction of the supporting segment: its thought states the correct action, rules out the wrong one.
+    ``action_kind``: an action's kind on the benchmark (ALFWorld's command template by default)."""
     i = r.supporting_segment
-    target, kind = segs[i], parse_action(r.correct_action).template
-    if parse_action(target.action).template == kind:
+    target, kind = segs[i], action_kind(r.correct_action)
+    if action_kind(target.action) == kind:
         thought = (f"Do exactly '{target.action}' here (a '{kind}' action). Do not '{r.wrong_action}' "
                    "instead; it is not needed at this point.")
     else:  # the memory has no step of that kind: name the action the task needs, not this segment's
@@ -122,11 +129,12 @@ def key_step_cue(goal: str, target: Segment, kind: str) -> str:
     return f"KEY STEP for '{goal}': next do '{target.action}' (the '{kind}' step); do not skip it."
 
 
-def escalated_target_edit(segs: Sequence[Segment], r: FailureReflection, goal: str) -> SegmentEdit:
+def escalated_target_edit(segs: Sequence[Segment], r: FailureReflection, goal: str,
+                          action_kind: Callable[[str], str] = alfworld_kind) -> SegmentEdit:
     """The target with both the in-place correction and the salience cue: a retry's edit when the plain one is
     already made."""
-    i, kind = r.supporting_segment, parse_action(r.correct_action).template
-    corrected = parse_segment_text(correction_edit(segs, r).text or "")
+    i, kind = r.supporting_segment, action_kind(r.correct_action)
+    corrected = parse_segment_text(correction_edit(segs, r, action_kind).text or "")
     thought = _add_note(corrected.thought, key_step_cue(goal, segs[i], kind), first=True)
     return SegmentEdit(index=i, op="replace", text=_with_thought(segs[i], thought))
 
@@ -140,7 +148,7 @@ def _changes(segs: Sequence[Segment], edits: Sequence[SegmentEdit]) -> bool:
     return any(e.op != "replace" or parse_segment_text(e.text or "") != segs[e.index] for e in edits)
 
 
-def refine_failure(inp: FailureRefinerInput) -> Refinement:
+def refine_failure(inp: FailureRefinerInput, action_kind: Callable[[str], str] = alfworld_kind) -> Refinement:
     """Diagnose the failure pattern and emit the matching segment edits.
 
     A proposal that would leave the memory as it is (the same reflection on a retry, after the same edit was
@@ -152,10 +160,10 @@ def refine_failure(inp: FailureRefinerInput) -> Refinement:
     i = r.supporting_segment
     pattern, distractors = diagnose(inp.utilization, i, inp.scale)
     target = segs[i]
-    kind = parse_action(r.correct_action).template
+    kind = action_kind(r.correct_action)
     cue = key_step_cue(goal, target, kind)
     if pattern == "attended_but_wrong":
-        edits = [correction_edit(segs, r)]
+        edits = [correction_edit(segs, r, action_kind)]
         why = f"segment {i} was the most attended at step {r.critical_step} but the agent still erred"
     else:
         thought = _add_note(target.thought, cue, first=True)
@@ -167,7 +175,7 @@ def refine_failure(inp: FailureRefinerInput) -> Refinement:
             why = f"segments {list(distractors)} drew attention comparable to segment {i}"
     if not _changes(segs, edits):
         rivals = strongest_rivals(inp.utilization, i)
-        edits = [escalated_target_edit(segs, r, goal)]
+        edits = [escalated_target_edit(segs, r, goal, action_kind)]
         edits += [_scope_edit(segs, d, kind, r) for d in rivals]
         distractors = tuple(rivals)
         why += "; the edit was already made, so it is escalated (cue + correction, the strongest rivals scoped)"
@@ -193,17 +201,17 @@ def refine_success(inp: SuccessRefinerInput) -> Refinement:
     return Refinement(pattern="low_utilization_redundancy", edits=tuple(edits), rationale=why)
 
 
-def direct_edit_failure(inp: DirectFailureEditInput) -> DirectEdit:
+def direct_edit_failure(inp: DirectFailureEditInput, action_kind: Callable[[str], str] = alfworld_kind) -> DirectEdit:
     """w/o AGR, failure branch: correct the supporting segment in place (no utilization to choose another edit).
 
     Like the refiner, a retry whose correction is already made is escalated once instead of failing as
     "unchanged": the target also gets the salience cue (without C there are no rivals to scope), so the
     ablation gets as many real retries as AGMR."""
     r, segs = inp.reflection, inp.memory.segments
-    edits = [correction_edit(segs, r)]
+    edits = [correction_edit(segs, r, action_kind)]
     why = f"segment {r.supporting_segment} should have led to '{r.correct_action}'"
     if not _changes(segs, edits):
-        edits = [escalated_target_edit(segs, r, inp.memory.goal)]
+        edits = [escalated_target_edit(segs, r, inp.memory.goal, action_kind)]
         why += "; the correction was already made, so it is escalated (cue + correction)"
     return DirectEdit(edits=tuple(edits), rationale=why)
 
