@@ -104,3 +104,20 @@ def test_a_refinement_on_scienceworlds_rules_commits_an_edit_on_a_score_gain_alo
     assert (rec.branch, rec.outcome) == ("failure", "committed")
     assert not rec.attempts[-1].success and rec.attempts[-1].reward_gain >= 0.3
     assert "gold path" in rec.attempts[0].reflection["reason"]  # ScienceWorld's reflector wrote it
+
+
+def test_an_edit_of_a_segment_over_the_reply_limit_keeps_the_head_of_its_observation():
+    from workbench.methods.agmr.stage_types import MAX_SEGMENT_CHARS
+
+    m = memory()
+    look = "This room is called the kitchen. In it, you see: " + ", ".join(f"a thing {k}" for k in range(200))
+    segs = list(m.segments)
+    segs[4] = Segment(observation=look, action="move pot to sink")
+    m = m.model_copy(update={"segments": tuple(segs)})
+    refl = sw.reflect_failure(ReflectorInput(memory=m, trajectory=run(GOLD[:3] + ("look around",)), expert_plan=GOLD))
+    assert refl.supporting_segment == 4
+    col = tuple(1.0 if k == 4 else 0.05 for k in range(len(segs)))
+    first = sw.refine_failure_sw(FailureRefinerInput(memory=m, reflection=refl, utilization=col))
+    text = first.edits[0].text
+    assert len(text) <= MAX_SEGMENT_CHARS and text.startswith("Observation: This room is called the kitchen.")
+    assert " …\nThought: " in text and text.endswith("Action: move pot to sink")

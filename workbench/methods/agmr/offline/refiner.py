@@ -38,6 +38,7 @@ from workbench.envs.alfworld_text import parse_action
 from workbench.memory.segment_text import parse_segment_text, segment_text
 from workbench.memory.trajectory import Segment
 from workbench.methods.agmr.stage_types import (
+    MAX_SEGMENT_CHARS,
     DirectEdit,
     DirectFailureEditInput,
     DirectSuccessEditInput,
@@ -67,8 +68,21 @@ def diagnose(column: Sequence[float], target: int, scale: float | None = None) -
     return d.pattern, d.distractors[:MAX_DISTRACTORS] if d.pattern == "distracted_by_irrelevant" else ()
 
 
+def fitted_text(seg: Segment) -> str:
+    """``seg``'s edit text within a stage reply's segment limit (``MAX_SEGMENT_CHARS``): a segment over it (a
+    ScienceWorld "look around" lists every object of a room) keeps the head of its observation, marked "…"; one within
+    it, every ALFWorld segment, is rendered whole."""
+    text = segment_text(seg)
+    if len(text) <= MAX_SEGMENT_CHARS or not seg.observation:
+        return text
+    rest = len(segment_text(Segment(observation="", thought=seg.thought, action=seg.action)))
+    room = MAX_SEGMENT_CHARS - rest - len("Observation: \n …")
+    return segment_text(Segment(observation=seg.observation[:max(room, 0)].rstrip() + " …", thought=seg.thought,
+                                action=seg.action))
+
+
 def _with_thought(seg: Segment, thought: str) -> str:
-    return segment_text(Segment(observation=seg.observation, thought=thought, action=seg.action))
+    return fitted_text(Segment(observation=seg.observation, thought=thought, action=seg.action))
 
 
 def _add_note(thought: str | None, note: str, first: bool = False) -> str:
@@ -112,7 +126,7 @@ def deletion_edits(segs: Sequence[Segment], drop: Sequence[int]) -> list[Segment
         nxt = m + 1
         seg = segs[nxt] if nxt < len(segs) else None
         if seg is not None and seg.observation and (seg.thought or seg.action):
-            edits.append(SegmentEdit(index=nxt, op="replace", text=segment_text(
+            edits.append(SegmentEdit(index=nxt, op="replace", text=fitted_text(
                 Segment(observation=segs[k].observation, thought=seg.thought, action=seg.action))))
     return edits
 
@@ -144,8 +158,13 @@ def strongest_rivals(column: Sequence[float], i: int) -> list[int]:
     return sorted((k for k in range(len(column)) if k != i), key=lambda k: (-column[k], k))[:MAX_DISTRACTORS]
 
 
+def _as_edited(seg: Segment) -> Segment:
+    """What an unchanged ``seg`` reads as in an edit (its observation cut where :func:`fitted_text` cuts it)."""
+    return seg if len(segment_text(seg)) <= MAX_SEGMENT_CHARS else parse_segment_text(fitted_text(seg))
+
+
 def _changes(segs: Sequence[Segment], edits: Sequence[SegmentEdit]) -> bool:
-    return any(e.op != "replace" or parse_segment_text(e.text or "") != segs[e.index] for e in edits)
+    return any(e.op != "replace" or parse_segment_text(e.text or "") != _as_edited(segs[e.index]) for e in edits)
 
 
 def refine_failure(inp: FailureRefinerInput, action_kind: Callable[[str], str] = alfworld_kind) -> Refinement:
