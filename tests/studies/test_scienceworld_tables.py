@@ -10,7 +10,7 @@ from workbench.studies import scienceworld_tables as swt
 def _traj(task_type: str, variation: int, score: float) -> Trajectory:
     return Trajectory(task_id=f"test/{task_type}/{variation}", task_type=task_type, goal="g", initial_observation="r",
                       steps=(Step(observation="o", action="look around"),), success=score >= 100, source="agent:x",
-                      split="test", meta={"score": score})
+                      split="test", meta={"score": score, "steps": [{"memory_tokens": 10 * variation}]})
 
 
 def test_per_type_and_summary_tables(monkeypatch):
@@ -30,6 +30,7 @@ def test_per_type_and_summary_tables(monkeypatch):
     assert summary.loc[("traj", "AGMR's 17 types"), "score"] == 75
     assert summary.loc[("traj", "the 7 long types"), "score"] == 30 and summary.loc[("traj", "the 7 long types"), "n"] == 1
     assert summary.loc[("none", "ETO's 24 types"), "n"] == 3
+    assert summary.loc[("traj", "the 7 long types"), "memory_tokens"] == 210  # the step's memory block, per episode
 
 
 def test_a_run_without_scores_is_a_clear_error(monkeypatch):

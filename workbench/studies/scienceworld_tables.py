@@ -54,8 +54,10 @@ def task_type_table(task_types=None):
     return pd.DataFrame(rows)
 
 
-def episode_scores(folder: str | Path) -> dict[str, tuple[str, float, bool, int]]:
-    """``task_id -> (task type, score 0-100, success, steps)`` of a ScienceWorld run folder's episodes.
+def episode_scores(folder: str | Path) -> dict[str, tuple[str, float, bool, int, float | None]]:
+    """``task_id -> (task type, score 0-100, success, steps, memory tokens)`` of a ScienceWorld run folder's episodes
+    (memory tokens: the mean over the episode's steps of its memory block's tokens, as the runner counts them; None
+    where the episode records none).
 
     Raises:
         ValueError: an episode without a score (not a ScienceWorld run).
@@ -65,16 +67,21 @@ def episode_scores(folder: str | Path) -> dict[str, tuple[str, float, bool, int]
         score = t.meta.get("score")
         if not isinstance(score, (int, float)):
             raise ValueError(f"{folder}: episode {t.task_id} has no score (meta.score): not a ScienceWorld run")
-        out[t.task_id] = (t.task_type, float(score), bool(t.success), t.n_steps)
+        per_step = [s.get("memory_tokens") for s in t.meta.get("steps") or [] if isinstance(s, dict)]
+        per_step = [m for m in per_step if isinstance(m, (int, float))]
+        out[t.task_id] = (t.task_type, float(score), bool(t.success), t.n_steps,
+                          mean(per_step) if per_step else None)
     return out
 
 
-def _group(rows: list[tuple[str, float, bool, int]], types) -> dict:
+def _group(rows: list[tuple], types) -> dict:
     picked = [r for r in rows if r[0] in types]
     if not picked:
-        return {"n": 0, "score": None, "success_%": None, "steps": None}
+        return {"n": 0, "score": None, "success_%": None, "steps": None, "memory_tokens": None}
+    mem = [r[4] for r in picked if r[4] is not None]
     return {"n": len(picked), "score": round(mean(r[1] for r in picked), 2),
-            "success_%": round(100 * mean(r[2] for r in picked), 1), "steps": round(mean(r[3] for r in picked), 1)}
+            "success_%": round(100 * mean(r[2] for r in picked), 1), "steps": round(mean(r[3] for r in picked), 1),
+            "memory_tokens": round(mean(mem), 1) if mem else None}
 
 
 def per_type_table(runs: dict[str, str | Path]):
@@ -103,7 +110,8 @@ def per_type_table(runs: dict[str, str | Path]):
 
 
 def summary_table(runs: dict[str, str | Path]):
-    """Each condition's mean score, success, steps over the AGMR paper's 17 types, the 7 long types, and ETO's 24
+    """Each condition's mean score, success, steps and memory tokens (a step's memory block, averaged per episode) over
+    the AGMR paper's 17 types, the 7 long types, and ETO's 24
     (the tasks every run played)."""
     import pandas as pd
 
