@@ -29,8 +29,8 @@ from workbench.memory.trajectory import (
 __all__ = ["ADOPT_IGNORES", "adopt_episodes", "adopt_same_memory", "adopt", "SAME_MEMORY_MAY_DIFFER", "adopt_runs"]
 
 
-# what one task's episode does not depend on: which other tasks the run plays, and its teacher forcing
-ADOPT_IGNORES = ("tasks", "teacher_forcing", "teacher_forcing_tasks")
+# what one task's episode does not depend on: which other tasks (or task types) the run plays, and its teacher forcing
+ADOPT_IGNORES = ("tasks", "task_types", "teacher_forcing", "teacher_forcing_tasks")
 
 
 def adopt_episodes(cfg: RunConfig, source: str | Path) -> list[str]:
