@@ -13,7 +13,7 @@ from workbench.methods.agmr.refine_config import RefineConfig
 from workbench.methods.agmr.stage_types import FailureRefinerInput, ReflectorInput
 
 GOAL = "Your task is to boil water. First, focus on the substance. Then, take actions that will cause it to boil."
-GOLD = ("open door to kitchen", "go to kitchen", "pick up metal pot", "move metal pot to sink", "activate sink",
+GOLD = ("open door to kitchen", "go to kitchen", "look around", "pick up metal pot", "move metal pot to sink", "activate sink",
         "deactivate sink", "focus on substance in metal pot", "move metal pot to stove", "activate stove", "wait")
 
 
@@ -114,7 +114,7 @@ def test_an_edit_of_a_segment_over_the_reply_limit_keeps_the_head_of_its_observa
     segs = list(m.segments)
     segs[4] = Segment(observation=look, action="move pot to sink")
     m = m.model_copy(update={"segments": tuple(segs)})
-    refl = sw.reflect_failure(ReflectorInput(memory=m, trajectory=run(GOLD[:3] + ("look around",)), expert_plan=GOLD))
+    refl = sw.reflect_failure(ReflectorInput(memory=m, trajectory=run(GOLD[:4] + ("look around",)), expert_plan=GOLD))
     assert refl.supporting_segment == 4
     col = tuple(1.0 if k == 4 else 0.05 for k in range(len(segs)))
     first = sw.refine_failure_sw(FailureRefinerInput(memory=m, reflection=refl, utilization=col))

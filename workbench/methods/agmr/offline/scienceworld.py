@@ -5,10 +5,11 @@ a refinement whose reflector is the plan-tracking oracle (``workbench refine --r
 attention-guided refiner and the verification by re-execution are measured apart from an LLM reflector's quality.
 
 Failure branch. The plan is the refinement task's gold path (the simulator's solver; a dev or train variation,
-never test). The run is replayed against it with a pointer: an action equal to the next plan action advances it,
-anything else is tolerated (ScienceWorld's valid actions are exact strings, the gold path's among them). The
-*earliest critical error* is the first action after the last advance (from there the run never made progress on
-the plan), the correct action the plan's next one. Without a plan, the memory's own actions are the plan. The
+never test) less its looks (``look around``, ``look at``, ``look in``, ``inventory``, ``examine``: they change
+nothing in the world, and a run that skips one has not left the plan). The run is replayed against it with a
+pointer: an action equal to the next plan action advances it, anything else is tolerated (ScienceWorld's valid
+actions are exact strings, the gold path's among them). The *earliest critical error* is the first action after the
+last advance (from there the run never made progress on the plan), the correct action the plan's next one. Without a plan, the memory's own actions are the plan. The
 supporting segment is the memory segment whose action is of the correct action's kind (its verb: ``focus on``,
 ``move``, ``activate`` ...) and shares the most words with it, then the one nearest the progress made.
 
@@ -40,7 +41,7 @@ from workbench.methods.agmr.stage_types import (
     SuccessReflection,
 )
 
-__all__ = ["VERBS", "action_kind", "plan_progress", "supporting_segment", "reflect_failure", "reflect_success",
+__all__ = ["VERBS", "LOOKS", "action_kind", "plan_progress", "supporting_segment", "reflect_failure", "reflect_success",
            "refine_failure_sw", "direct_edit_failure_sw", "REFUSALS"]
 
 #: ScienceWorld's action verbs (its action templates), longest first so ``look around`` wins over ``look``
@@ -48,6 +49,8 @@ VERBS = tuple(sorted((
     "open", "close", "deactivate", "activate", "connect", "disconnect", "use", "look around", "look at", "look in",
     "read", "move", "pour", "mix", "teleport to", "go to", "pick up", "put down", "focus on", "wait1", "wait", "eat",
     "flush", "dunk", "inventory", "task", "examine", "lift", "drop"), key=len, reverse=True))
+#: the kinds of action that change nothing in the world (left out of the plan the reflector tracks)
+LOOKS = ("look around", "look at", "look in", "inventory", "examine")
 _WORD = re.compile(r"[a-z0-9]+")
 
 
@@ -103,6 +106,7 @@ def reflect_failure(inp: ReflectorInput) -> FailureReflection:
     docstring)."""
     actions = inp.trajectory.actions()
     plan = tuple(inp.expert_plan) or tuple(s.action for s in inp.memory.segments if s.action)
+    plan = tuple(a for a in plan if action_kind(a) not in LOOKS) or plan
     p, j = plan_progress(actions, plan)
     correct = plan[min(p, len(plan) - 1)] if plan else (actions[j] if actions else "look around")
     wrong = actions[j] if actions else ""
