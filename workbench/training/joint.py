@@ -66,10 +66,10 @@ class JointData:
         """The bound of one packed ScienceWorld example: the prompt budget and 1,024 tokens of branches, so a
         visit's states share one forward as long as their prompts extend one another (they fit the budget, or share a
         :data:`~workbench.envs.scienceworld.HISTORY_CHUNK` window of the history drop). ALFWorld's bound
-        (``--max-pack-tokens``, 3,072) gave every state past it a forward of its own. Measured on the 289 train@10
-        gold paths (epoch 0, 10 states a visit, with the 10-step history drop): 1.25 examples and 3.2k tokens a visit
-        on average, against 2.55 and 7.9k before; the longest visits still take up to
-        5 forwards. The loss is the same either way (summed per target token over the update)."""
+        (``--max-pack-tokens``, 3,072) gave every state past it a forward of its own. On the 289 train@10 gold paths
+        (epoch 0, 10 states a visit; ``benchmarks/joint_packing.py``): 1.20 examples and 2.7k tokens a visit on
+        average, against 2.32 and 6.9k with ALFWorld's bound and a one-step drop; the longest visits still take up
+        to 6 forwards. The loss is the same either way (summed per target token over the update)."""
         return self.builder.max_tokens + 1024
 
     @classmethod
