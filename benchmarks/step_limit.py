@@ -14,8 +14,15 @@ For each dtype, on the same teacher-forced steps (Traj memory, the default agent
     layer, the bridge's hook points, KV prefix reuse), what every step ran before issue 49;
   - ``plain``: the default now (``--forward auto``) for a step no instrument hooks: the same scorer over the plain
     transformers model on the bridge's own weights (:func:`workbench.models.plain.plain_model`);
+  - ``plain-whole``: the plain path with the attention's fp32 softmax and the scores' log-softmax over whole
+    tensors (``SOFTMAX_BLOCK_BYTES`` / ``LOG_SOFTMAX_BLOCK_BYTES`` unbounded), as the plain path ran before they
+    went by blocks of rows;
   - ``hf-sdpa``: the same scorer over a copy of the weights with transformers' fused
     ``scaled_dot_product_attention`` (a candidate, measured, not used).
+
+  ``--glibc-defaults`` runs it all with glibc's own allocator thresholds (``WORKBENCH_MALLOPT=0``: every large
+  temporary a fresh ``mmap``, page faults at first touch), the state before :mod:`workbench.models.allocator`; the
+  allocator is the process's, so that comparison is two runs, not interleaved arms.
 
   Each path keeps its own KV cache and its decisions are compared with the bridge's: same action, and the largest
   score difference (a path is kept only if fp32 stays within 1e-5 and bf16 picks the same action at >= 99 % of
@@ -26,6 +33,8 @@ Then (``--sweep-tasks``) the same episodes played by 2 Ray workers with every un
 ready, and whether the two wrote identical trajectories.
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/step_limit.py --json benchmarks/notes/step_limit.json
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/step_limit.py --glibc-defaults --sweep-tasks '' \
+        --json benchmarks/notes/step_limit_glibc_defaults.json
 
 Run it on an otherwise idle machine (timings are medians of interleaved arms; the ratios, not the times, carry).
 """
@@ -71,6 +80,26 @@ def hf_scorer(lm, attn: str, dtype: str) -> ActionScorer:
     return ActionScorer(replace(lm, bridge=HFAsBridge(hf), hf_model=hf, meta={}), forward="bridge")
 
 
+class WholeBlocks:
+    """A scorer whose forwards run the softmax and log-softmax over whole tensors (one block), as before."""
+
+    def __init__(self, inner: ActionScorer) -> None:
+        self.inner = inner
+
+    def reset(self) -> None:
+        self.inner.reset()
+
+    def score(self, *args, **kwargs):
+        from workbench.models import plain, scoring
+
+        saved = plain.SOFTMAX_BLOCK_BYTES, scoring.LOG_SOFTMAX_BLOCK_BYTES
+        plain.SOFTMAX_BLOCK_BYTES = scoring.LOG_SOFTMAX_BLOCK_BYTES = 1 << 62
+        try:
+            return self.inner.score(*args, **kwargs)
+        finally:
+            plain.SOFTMAX_BLOCK_BYTES, scoring.LOG_SOFTMAX_BLOCK_BYTES = saved
+
+
 def step_flops(config, n_cached: int, n_q: int, n_logits: int) -> float:
     """FLOPs (2 per multiply-add) of one forward of ``n_q`` new tokens over ``n_cached`` cached ones, unembedding
     ``n_logits`` rows (module docstring)."""
@@ -114,7 +143,7 @@ def steps_of(split: str, tasks: str, n_steps: int):
 def measure(lm, dtype: str, states, scorers: dict[str, ActionScorer]) -> dict:
     """Per path: step times, decisions and scores on ``states`` (arms interleaved, the order rotating)."""
     agent = Agent.from_model(lm)  # its prompt builder
-    scorers = {"bridge": ActionScorer(lm, forward="bridge"), "plain": ActionScorer(lm, forward="auto")} | scorers
+    scorers = {"bridge": ActionScorer(lm, forward="bridge")} | scorers
     policy = build_policy("traj")
     times = {p: [] for p in scorers}
     best = {p: [] for p in scorers}
@@ -179,15 +208,31 @@ def main() -> None:
     ap.add_argument("--sweep-tasks", default="0:134:17", help="episodes of the 2-worker comparison ('' skips it)")
     ap.add_argument("--sweep-dtype", default="bfloat16")
     ap.add_argument("--sweep-max-steps", type=int, default=20)
+    ap.add_argument("--paths", default="bridge,plain,plain-whole,hf-sdpa",
+                    help="the paths timed, interleaved (bridge is always run: the others are compared with it)")
+    ap.add_argument("--glibc-defaults", action="store_true",
+                    help="glibc's allocator thresholds (WORKBENCH_MALLOPT=0): the allocator before issue 49's change")
     ap.add_argument("--json", help="also write the numbers here")
     a = ap.parse_args()
+    import os
+
+    if a.glibc_defaults:
+        os.environ["WORKBENCH_MALLOPT"] = "0"
+    from workbench.models.allocator import allocator_state
+
     torch.set_num_threads(1)
     print(f"torch {torch.__version__}, CPU kernels: {torch.backends.cpu.get_cpu_capability()}, 1 thread")
     states = steps_of(a.split, a.tasks, a.steps)
     report: dict = {"args": vars(a), "cpu_capability": torch.backends.cpu.get_cpu_capability(), "dtypes": {}}
     for dtype in a.dtypes.split(","):
         lm = load_model(a.model, dtype=dtype)
-        scorers = {"hf-sdpa": hf_scorer(lm, "sdpa", dtype)}
+        report["allocator"] = allocator_state()
+        print(f"allocator: {report['allocator']}")
+        wanted = set(a.paths.split(","))
+        scorers = {"plain": lambda: ActionScorer(lm, forward="auto"),
+                   "plain-whole": lambda: WholeBlocks(ActionScorer(lm, forward="auto")),
+                   "hf-sdpa": lambda: hf_scorer(lm, "sdpa", dtype)}
+        scorers = {p: make() for p, make in scorers.items() if p in wanted}
         m = measure(lm, dtype, states, scorers)
         tdtype = next(lm.hf_model.parameters()).dtype
         peak = matmul_peak(lm.hf_model.config, int(statistics.median(m["tokens"])), tdtype)

@@ -253,3 +253,56 @@ def test_a_hung_jvm_is_stopped_after_the_call_timeout_and_a_fresh_one_starts():
         assert e.pid != pid
     finally:
         e.close()
+
+
+@pytest.mark.game
+def test_a_variation_is_the_same_world_in_every_jvm_whatever_it_played_before():
+    """Three variations whose object order and gold path changed from one JVM to the next before JVM_OPTIONS (the
+    simulator's identity-hashed sets): played in a fresh JVM, and in another after other tasks, they are the same
+    observations and the same gold actions."""
+    from workbench.envs.scienceworld_experts import gold_trajectory
+
+    ids = ["train/lifespan-shortest-lived/9", "train/test-conductivity/6", "train/identify-life-stages-2/0"]
+    tasks = {t.task_id: t for t in load_scienceworld_tasks("train@10", [i.split("/")[1] for i in ids])}
+    runs = []
+    for history in ([], ["train/test-conductivity/6", "train/lifespan-shortest-lived/9"]):
+        e = ScienceWorldEnv(step_limits=False)
+        try:
+            for h in history:
+                e.reset(tasks[h])
+                e.step("look around")
+            runs.append({i: gold_trajectory(e, tasks[i]) for i in ids})
+        finally:
+            e.close()
+    for i in ids:
+        a, b = runs[0][i], runs[1][i]
+        assert a.initial_observation == b.initial_observation and a.success
+        assert [(s.action, s.observation) for s in a.steps] == [(s.action, s.observation) for s in b.steps]
+
+
+def test_run_folders_record_the_jvm_options(tmp_path):
+    import json
+
+    from workbench.envs.scienceworld import JVM_OPTIONS
+    from workbench.eval.config import RunConfig
+    from workbench.eval.run_folder import write_run_config
+
+    write_run_config(RunConfig(out=str(tmp_path), env="scienceworld", split="test@1", memory="none"))
+    assert json.loads((tmp_path / "config.json").read_text())["versions"]["jvm_options"] == " ".join(JVM_OPTIONS)
+
+
+@pytest.mark.game
+def test_each_task_loads_into_a_fresh_jvm_and_the_last_one_is_stopped():
+    import os
+
+    tasks = load_scienceworld_tasks("test@1", ["find-animal", "find-plant"])
+    e = ScienceWorldEnv()
+    try:
+        e.reset(tasks[0])
+        first = e.pid
+        e.reset(tasks[1])
+        assert e.pid != first
+        with pytest.raises(ProcessLookupError):
+            os.kill(first, 0)  # stopped and reaped
+    finally:
+        e.close()

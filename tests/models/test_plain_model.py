@@ -127,13 +127,19 @@ def test_the_packaged_agent_decides_the_same_on_the_plain_path(dtype):
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("heads,kv_heads", [(9, 3), (4, 4), (8, 1)])
-def test_grouped_attention_is_eagers_arithmetic(dtype, heads, kv_heads):
-    """Per kv head, its query heads stacked as rows of one product: transformers' eager result bit for bit (a mask
-    wider than the keys is cut to them, as eager's callers do)."""
+@pytest.mark.parametrize("block_bytes,scaling", [(None, 0.25), (1, 0.3), (3000, 0.25)])
+def test_grouped_attention_is_eagers_arithmetic(dtype, heads, kv_heads, block_bytes, scaling, monkeypatch):
+    """Per kv head, its query heads stacked as rows of one product, the softmax over blocks of query rows (one row,
+    a few, all of them): transformers' eager result bit for bit (a mask wider than the keys is cut to them, as
+    eager's callers do)."""
     import torch
     from transformers.models.llama.modeling_llama import eager_attention_forward
 
+    from workbench.models import plain
     from workbench.models.plain import grouped_attention
+
+    if block_bytes is not None:
+        monkeypatch.setattr(plain, "SOFTMAX_BLOCK_BYTES", block_bytes)
 
     class Attn(torch.nn.Module):
         num_key_value_groups = heads // kv_heads
@@ -144,8 +150,8 @@ def test_grouped_attention_is_eagers_arithmetic(dtype, heads, kv_heads):
     k, v = torch.randn(1, kv_heads, 40, 16, dtype=dt), torch.randn(1, kv_heads, 40, 16, dtype=dt)
     mask = torch.zeros(1, 1, 13, 40, dtype=dt)
     mask[..., 30:] = torch.finfo(dt).min
-    a, _ = eager_attention_forward(Attn().eval(), q, k, v, mask, scaling=0.25)
-    b, w = grouped_attention(Attn().eval(), q, k, v, mask, scaling=0.25)
+    a, _ = eager_attention_forward(Attn().eval(), q, k, v, mask, scaling=scaling)
+    b, w = grouped_attention(Attn().eval(), q, k, v, mask, scaling=scaling)
     assert torch.equal(a, b) and w is None
 
 
@@ -203,3 +209,37 @@ def test_a_worker_takes_the_forward_it_is_handed(monkeypatch):
     monkeypatch.setenv("WORKBENCH_FORWARD", "auto")
     Worker(threads=None, forward="bridge")
     assert default_forward() == "bridge"
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("block_bytes", [1, 4000 * 5, 1 << 40])
+def test_the_scores_log_softmax_by_blocks_of_rows_is_the_whole_ones(dtype, block_bytes, monkeypatch):
+    """log_softmax_rows: one row, five rows, all rows per block: the fp32 log-softmax of the whole tensor bit for
+    bit."""
+    import torch
+
+    from workbench.models import scoring
+
+    monkeypatch.setattr(scoring, "LOG_SOFTMAX_BLOCK_BYTES", block_bytes)
+    torch.manual_seed(0)
+    x = (torch.randn(37, 1000) * 8).to(getattr(torch, dtype))
+    out = scoring.log_softmax_rows(x)
+    assert out.dtype == torch.float32 and torch.equal(out, torch.log_softmax(x.float(), dim=-1))
+
+
+def test_grouped_attention_with_an_fp32_mask_on_bf16_scores_promotes_as_eager_does():
+    import torch
+    from transformers.models.llama.modeling_llama import eager_attention_forward
+
+    from workbench.models.plain import grouped_attention
+
+    class Attn(torch.nn.Module):
+        num_key_value_groups = 3
+
+    torch.manual_seed(1)
+    q = torch.randn(1, 9, 7, 16, dtype=torch.bfloat16)
+    k, v = torch.randn(1, 3, 20, 16, dtype=torch.bfloat16), torch.randn(1, 3, 20, 16, dtype=torch.bfloat16)
+    mask = torch.randn(1, 1, 7, 20) * 3  # fp32, not a multiple of a bf16 step: the sum's dtype shows
+    a, _ = eager_attention_forward(Attn().eval(), q, k, v, mask, scaling=0.3)
+    b, _ = grouped_attention(Attn().eval(), q, k, v, mask, scaling=0.3)
+    assert torch.equal(a, b)

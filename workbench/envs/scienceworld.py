@@ -2,10 +2,23 @@
 Protocol.
 
 The simulator ships inside the wheel (``scienceworld.jar``); it needs a Java runtime (``java`` on ``PATH``, 11 or
-newer; these machines have 17). Every environment object owns one JVM, started on first use, reused across
-episodes (a task is *loaded* into it, not started anew) and stopped by process id on :meth:`close`, at interpreter
-exit, or when the object is collected. A JVM that dies mid-episode raises :class:`SimulatorDiedError`; the next
+newer; these machines have 17). Every environment object owns one JVM at a time, started on first use, a fresh one
+for each task it loads (*Determinism* below), and stopped by process id on the next task, on :meth:`close`, at
+interpreter exit, or when the object is collected. A JVM that dies mid-episode raises :class:`SimulatorDiedError`; the next
 :meth:`ScienceWorldEnv.reset` starts a fresh one (the executor replays the episode).
+
+Determinism. The simulator seeds its random numbers with the variation, but keeps a world's objects in hash sets of
+objects hashed by identity, which the JVM draws afresh in every process (the wheel's issues #15, #33): the same
+variation listed its objects in another order, and its gold path chose another inclined plane, pot or route, from one
+JVM to the next (measured: 33 of 42 ``train@10`` gold paths differed between two JVMs, and even two JVMs started the
+same way differed once the tasks loaded before differed). Every JVM is therefore started with
+:data:`JVM_OPTIONS` (HotSpot's constant identity hash: the sets then iterate in insertion order, which the seeded
+world fixes), and loads one task only: a JVM keeps some state from one load to the next (with the constant hash,
+``train/chemistry-mix-paint-tertiary-color/2``'s gold path still visited the workshop before the bedroom after the
+25 tasks before it in ``train@10``, and the bedroom first after none or a few), so every :meth:`ScienceWorldEnv.reset`
+after the first starts a fresh one (``fresh_jvm``; ~4 s a task). A variation is then the same world, and its gold path
+the same actions, in every process and after any history (``tests/envs/test_scienceworld.py``). Run folders record
+the options (``versions.jvm_options``).
 
 Tasks. The 30 task types of the wheel, each with its train / dev / test variations; a task is one variation,
 ``<split>/<task type>/<variation>`` (``test/boil/21``). A split may carry a cap on the variations per type:
@@ -28,6 +41,7 @@ import re
 import shutil
 import subprocess
 import weakref
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -36,7 +50,11 @@ from workbench.envs.base import DataRootError, SimulatorDiedError, StepResult, T
 
 __all__ = ["INSTRUCTIONS", "PROMPT_TOKENS", "HISTORY_CHUNK", "REFUSALS", "is_refusal", "ScienceWorldEnv", "SimulatorDiedError", "SimulatorError", "JavaMissingError", "TASK_TYPES", "STEP_LIMITS", "ETO_TYPES",
            "LONG_TYPES", "SPLITS", "SIMPLIFICATIONS", "load_scienceworld_tasks", "parse_split", "parse_env_spec",
-           "java_version", "variations"]
+           "java_version", "variations", "JVM_OPTIONS"]
+
+#: The JVM options every simulator starts with: the constant identity hash (module docstring, *Determinism*) and the
+#: quick compiler only (a JVM lives for one task: 25 % less time per gold path, the same paths). Ours, not the wheel's.
+JVM_OPTIONS = ("-XX:+UnlockExperimentalVMOptions", "-XX:hashCode=2", "-XX:TieredStopAtLevel=1")
 
 #: the wheel's splits of every type's variations
 SPLITS = ("train", "dev", "test")
@@ -280,6 +298,7 @@ class _Jvm:
 
     sim: object
     pid: int
+    loaded: bool = False  # a task has been loaded into it
 
     def stop(self, grace_s: float = 5.0, polite: bool = True) -> None:
         """Stop the JVM: ask it to shut down (``polite``; not a hung one, which would not answer), then terminate
@@ -320,6 +339,24 @@ def _timed_out(e: BaseException) -> bool:
     return False
 
 
+@contextmanager
+def _java_tool_options(options: tuple[str, ...]):
+    """``JAVA_TOOL_OPTIONS`` with ``options`` added for a JVM started inside (the wheel starts its own: py4j's
+    ``launch_gateway`` takes no options from it); the user's own options are kept, ours after them."""
+    import os
+
+    key = "JAVA_TOOL_OPTIONS"
+    before = os.environ.get(key)
+    os.environ[key] = " ".join([before, *options] if before else options)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = before
+
+
 _LIVE: "weakref.WeakSet[ScienceWorldEnv]" = weakref.WeakSet()
 
 
@@ -338,13 +375,17 @@ class ScienceWorldEnv:
         simplifications: the wheel's simplification string (``easy``: ETO's protocol; ``""``: none).
         step_limits: False plays without the per-type limits (the gold paths, some longer than their type's
             limit, are replayed whole); ``max_steps``, when given, still caps.
+        fresh_jvm: every :meth:`reset` after the first stops the JVM and loads the task into a fresh one (module
+            docstring, *Determinism*: ~4 s a task); False reuses one JVM, whose worlds then depend on what it
+            loaded before.
     """
 
     name = "scienceworld"
 
     def __init__(self, max_steps: int | None = None, simplifications: str = DEFAULT_SIMPLIFICATIONS,
-                 step_limits: bool = True):
+                 step_limits: bool = True, fresh_jvm: bool = True):
         self.cap = max_steps
+        self.fresh_jvm = fresh_jvm
         self.step_limits = step_limits
         self.simplifications = simplifications
         self.max_steps = max(STEP_LIMITS.values()) if max_steps is None else max_steps
@@ -379,7 +420,8 @@ class ScienceWorldEnv:
 
             # py4j logs every failed reconnection to a dead JVM with its traceback; SimulatorDiedError says it once
             logging.getLogger("py4j").setLevel(logging.CRITICAL)
-            sim = _Wheel("", envStepLimit=10**6)  # our limit governs (self.max_steps)
+            with _java_tool_options(JVM_OPTIONS):
+                sim = _Wheel("", envStepLimit=10**6)  # our limit governs (self.max_steps)
             self._jvm = _Jvm(sim, sim._gateway.java_process.pid)
             # a call the JVM does not answer in call_timeout_s is a hung JVM: stopped, as a dead one is (py4j reads
             # without a timeout by default, so a hung simulator would block a worker for ever)
@@ -446,7 +488,11 @@ class ScienceWorldEnv:
         if self._jvm is not None and self._jvm.sim._gateway.java_process.poll() is not None:
             dead, self._jvm = self._jvm, None  # died between episodes: clean up, start another
             dead.stop()
+        elif self._jvm is not None and self.fresh_jvm and self._jvm.loaded:
+            used, self._jvm = self._jvm, None  # a variation's world depends on what its JVM loaded before
+            used.stop()
         self._load(task, plan)
+        self._jvm.loaded = True
         server = self._sim().server
         self.plan = self._lines("gold path", server.getGoldActionSequence) if plan else []
         self._call("reset", server.reset)

@@ -228,6 +228,10 @@ def write_run_config(cfg: RunConfig, device: str | None = None) -> None:
         bench = benchmark(cfg.env)  # the action prompt's budget and history drop (informational: not the identity)
         record["versions"]["prompt_budget"] = str(bench.max_prompt_tokens)
         record["versions"]["history_chunk"] = str(bench.history_chunk)
+        if cfg.env.split(":")[0] == "scienceworld":  # how its JVM runs (the worlds' object order: envs.scienceworld)
+            from workbench.envs.scienceworld import JVM_OPTIONS
+
+            record["versions"]["jvm_options"] = " ".join(JVM_OPTIONS)
     if cfg.decode == "constrained":
         from workbench.agents.loop import BEAM
 

@@ -229,6 +229,10 @@ def load_model(
     torch_dtype = _dtype(dtype)
     device = resolve_device(device)
     check_dtype(device, str(torch_dtype).removeprefix("torch."))
+    if device == "cpu":
+        from workbench.models.allocator import keep_freed_memory
+
+        keep_freed_memory()  # a CPU forward's large temporaries stay in the heap (no page faults per layer)
     if spec is not None and spec.base is not None:
         # lazy: adapters.py imports this module (adapters and loading call each other)
         from workbench.models.adapters import load_with_adapter

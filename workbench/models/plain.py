@@ -32,6 +32,8 @@ def _strip(name: str) -> str:
 
 #: The attention implementation name :func:`grouped_attention` is registered under in transformers.
 GROUPED = "workbench_grouped"
+#: The fp32 softmax of :func:`grouped_attention` runs over blocks of query rows of at most this many bytes (ours).
+SOFTMAX_BLOCK_BYTES = 2 << 20
 
 
 def grouped_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
@@ -40,8 +42,9 @@ def grouped_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value
     """Eager attention (the same products, mask, fp32 softmax and order of operations as transformers' eager
     function) with grouped-query heads computed per key/value head: each kv head's query heads are stacked as rows
     of one product against that head's keys, so the cache is never copied ``n_rep`` times (``repeat_kv`` copies every
-    cached key and value of every layer at every step: most of a bf16 step's memory traffic). Soft-capping and
-    sinks (Gemma 2, GPT-OSS) go to the family's own eager function. Returns no attention weights (nothing reads them
+    cached key and value of every layer at every step: most of a bf16 step's memory traffic); on the CPU the scaling,
+    mask and fp32 softmax run in place over blocks of query rows (:data:`SOFTMAX_BLOCK_BYTES`), the same arithmetic
+    per row. Soft-capping and sinks (Gemma 2, GPT-OSS) go to the family's own eager function. Returns no attention weights (nothing reads them
     on this path)."""
     if kwargs.get("softcap") is not None or kwargs.get("s_aux") is not None or getattr(module, "sinks", None) is not None:
         import sys
@@ -52,10 +55,24 @@ def grouped_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value
     kv_heads, n_keys = key.shape[1], key.shape[2]
     groups = n_heads // kv_heads
     q = query.reshape(b, kv_heads, groups * n, d)  # heads h = kv * groups + j, as repeat_kv orders them
-    weights = torch.matmul(q, key.transpose(2, 3)).view(b, n_heads, n, n_keys) * scaling
-    if attention_mask is not None:
-        weights = weights + attention_mask[:, :, :, :n_keys]
-    weights = torch.nn.functional.softmax(weights, dim=-1, dtype=torch.float32).to(query.dtype)
+    weights = torch.matmul(q, key.transpose(2, 3)).view(b, n_heads, n, n_keys)
+    mask = attention_mask[:, :, :, :n_keys] if attention_mask is not None else None
+    if weights.device.type != "cpu" or (mask is not None and mask.dtype != weights.dtype):
+        # a GPU: one kernel each over the whole tensor; a mask of another dtype: eager's sum promotes
+        weights = weights * scaling
+        weights = weights + mask if mask is not None else weights
+        weights = torch.nn.functional.softmax(weights, dim=-1, dtype=torch.float32).to(query.dtype)
+    else:
+        # scale, mask and the fp32 softmax a block of query rows at a time, in place: each row's arithmetic is
+        # eager's (elementwise, and a softmax per row), but the fp32 copy of a long prompt's scores (29 MiB for 900
+        # tokens of SmolLM2) is never made whole: a block stays in the core's cache
+        rows = max(1, SOFTMAX_BLOCK_BYTES // (4 * b * n_heads * n_keys))
+        for i in range(0, n, rows):
+            block = weights[:, :, i:i + rows]
+            block.mul_(scaling)
+            if mask is not None:
+                block.add_(mask[:, :, i:i + rows])
+            block.copy_(torch.nn.functional.softmax(block, dim=-1, dtype=torch.float32))
     weights = torch.nn.functional.dropout(weights, p=dropout, training=module.training)
     out = torch.matmul(weights.view(b, kv_heads, groups * n, n_keys), value).view(b, n_heads, n, -1)
     return out.transpose(1, 2).contiguous(), None
