@@ -3,7 +3,7 @@
 The gold path of a variation is what the simulator's own solver writes for it (``generateGoldPath``); replayed in
 the same simulator it reaches a score of 100 (a replay that does not is kept, marked unsuccessful, and left out of
 the memory base). The solver opens doors the ``easy`` simplification has opened already ("The door is already
-open.": 916 of the gold steps of ``train@10``'s 290 variations); those no-op steps are dropped and the shorter path replayed, and
+open.": 826 of the gold steps of ``train@10``'s 290 variations); those no-op steps are dropped and the shorter path replayed, and
 kept only if it still wins (``meta.dropped_no_ops`` counts them), so an agent cloned on it does not learn to spend
 steps on them. Only gold-path states are labelled: the wheel's solver plans from a task's start, not from an
 arbitrary state, so an off-plan state has no expert action (``docs/guide/benchmarks.md``).
@@ -11,7 +11,8 @@ arbitrary state, so an off-plan state has no expert action (``docs/guide/benchma
 Trajectories are computed once per split and cached, one line per variation as each finishes (a killed build
 resumes where it stopped), under ``cache_root()/experts/scienceworld/<wheel>-<simplifications>/<split>/gold.jsonl``.
 The default memory base is the successful gold trajectories of ``train@10`` (the first 10 train variations of
-every type: 290 variations, 289 of whose gold paths win (the solver's path for ``train/grow-fruit/7`` ends at 50),
+every type: 290 variations, all of whose gold paths win (in the worlds of random object order before
+``envs.scienceworld.JVM_OPTIONS``, the solver's path for ``train/grow-fruit/7`` once ended at 50),
 the scale of ETO's 1,483 SFT trajectories over 24 types, capped for 2 cores); a
 test or dev episode never retrieves its own variation (they are not in it), a train episode never its own
 (retrieval never returns the query's own game).
