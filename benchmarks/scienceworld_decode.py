@@ -26,7 +26,7 @@ from pathlib import Path
 
 
 def states(split: str, per_type: int, steps_per_traj: int, seed_types: list[str] | None):
-    """(task, gold trajectory, step index, admissible there) along the gold paths, replayed in one JVM."""
+    """(task, gold trajectory, step index, admissible there) along the gold paths, replayed (a fresh JVM per task)."""
     from workbench.envs.scienceworld import ScienceWorldEnv, load_scienceworld_tasks
     from workbench.envs.scienceworld_experts import gold_trajectories
 

@@ -156,7 +156,7 @@ def test_the_step_limit_is_the_types_capped_by_the_runs(env):
 
 @pytest.mark.game
 def test_close_stops_the_jvm_by_pid_and_a_killed_jvm_is_a_clear_error_then_a_fresh_one():
-    e = ScienceWorldEnv()
+    e = ScienceWorldEnv(fresh_jvm=False)  # so the fresh JVM comes of the dead one, not of the reset
     try:
         e.reset(_task("melt"))
         pid = e.pid
@@ -238,7 +238,7 @@ def test_gold_paths_drop_their_no_op_door_openings_and_still_win():
 
 @pytest.mark.game
 def test_a_hung_jvm_is_stopped_after_the_call_timeout_and_a_fresh_one_starts():
-    e = ScienceWorldEnv()
+    e = ScienceWorldEnv(fresh_jvm=False)  # so the fresh JVM comes of the hung one, not of the reset
     try:
         e.call_timeout_s = 2.0
         e.reset(_task("melt"))
@@ -306,3 +306,26 @@ def test_each_task_loads_into_a_fresh_jvm_and_the_last_one_is_stopped():
             os.kill(first, 0)  # stopped and reaped
     finally:
         e.close()
+    e = ScienceWorldEnv(fresh_jvm=False)
+    try:
+        e.reset(tasks[0])
+        first = e.pid
+        e.reset(tasks[1])
+        assert e.pid == first  # one JVM, its worlds then depend on its history
+    finally:
+        e.close()
+
+
+def test_java_tool_options_keep_the_users_first_and_are_restored(monkeypatch):
+    import os
+
+    from workbench.envs.scienceworld import _java_tool_options
+
+    monkeypatch.delenv("JAVA_TOOL_OPTIONS", raising=False)
+    with _java_tool_options(("-Xa", "-Xb")):
+        assert os.environ["JAVA_TOOL_OPTIONS"] == "-Xa -Xb"
+    assert "JAVA_TOOL_OPTIONS" not in os.environ
+    monkeypatch.setenv("JAVA_TOOL_OPTIONS", "-Xmine")
+    with _java_tool_options(("-Xa",)):
+        assert os.environ["JAVA_TOOL_OPTIONS"] == "-Xmine -Xa"
+    assert os.environ["JAVA_TOOL_OPTIONS"] == "-Xmine"

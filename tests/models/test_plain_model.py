@@ -243,3 +243,26 @@ def test_grouped_attention_with_an_fp32_mask_on_bf16_scores_promotes_as_eager_do
     a, _ = eager_attention_forward(Attn().eval(), q, k, v, mask, scaling=0.3)
     b, _ = grouped_attention(Attn().eval(), q, k, v, mask, scaling=0.3)
     assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_grouped_attention_with_a_mask_broadcast_over_the_queries_is_eagers(dtype, monkeypatch):
+    import torch
+    from transformers.models.llama.modeling_llama import eager_attention_forward
+
+    from workbench.models import plain
+
+    monkeypatch.setattr(plain, "SOFTMAX_BLOCK_BYTES", 1)  # one row a block, were the mask cut by rows
+
+    class Attn(torch.nn.Module):
+        num_key_value_groups = 3
+
+    dt = getattr(torch, dtype)
+    torch.manual_seed(2)
+    q = torch.randn(2, 9, 5, 16, dtype=dt)
+    k, v = torch.randn(2, 3, 12, 16, dtype=dt), torch.randn(2, 3, 12, 16, dtype=dt)
+    mask = torch.zeros(2, 1, 1, 12, dtype=dt)
+    mask[0, ..., :3] = torch.finfo(dt).min  # padding on the left of the first sequence
+    a, _ = eager_attention_forward(Attn().eval(), q, k, v, mask, scaling=0.25)
+    b, _ = plain.grouped_attention(Attn().eval(), q, k, v, mask, scaling=0.25)
+    assert torch.equal(a, b)

@@ -12,11 +12,11 @@ objects hashed by identity, which the JVM draws afresh in every process (the whe
 variation listed its objects in another order, and its gold path chose another inclined plane, pot or route, from one
 JVM to the next (measured: 33 of 42 ``train@10`` gold paths differed between two JVMs, and even two JVMs started the
 same way differed once the tasks loaded before differed). Every JVM is therefore started with
-:data:`JVM_OPTIONS` (HotSpot's constant identity hash: the sets then iterate in insertion order, which the seeded
-world fixes), and loads one task only: a JVM keeps some state from one load to the next (with the constant hash,
+:data:`JVM_OPTIONS` (HotSpot's constant identity hash: the sets then iterate in a fixed order, set by the seeded
+world; HotSpot only: the options are passed, not checked), and loads one task only: a JVM keeps some state from one load to the next (with the constant hash,
 ``train/chemistry-mix-paint-tertiary-color/2``'s gold path still visited the workshop before the bedroom after the
 25 tasks before it in ``train@10``, and the bedroom first after none or a few), so every :meth:`ScienceWorldEnv.reset`
-after the first starts a fresh one (``fresh_jvm``; ~4 s a task). A variation is then the same world, and its gold path
+after the first starts a fresh one (``fresh_jvm``; 1-2 s a task). A variation is then the same world, and its gold path
 the same actions, in every process and after any history (``tests/envs/test_scienceworld.py``). Run folders record
 the options (``versions.jvm_options``).
 
@@ -40,6 +40,7 @@ import json
 import re
 import shutil
 import subprocess
+import threading
 import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -346,15 +347,19 @@ def _java_tool_options(options: tuple[str, ...]):
     import os
 
     key = "JAVA_TOOL_OPTIONS"
-    before = os.environ.get(key)
-    os.environ[key] = " ".join([before, *options] if before else options)
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = before
+    with _ENV_LOCK:  # two threads starting JVMs must not restore each other's value
+        before = os.environ.get(key)
+        os.environ[key] = " ".join([before, *options] if before else options)
+        try:
+            yield
+        finally:
+            if before is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = before
+
+
+_ENV_LOCK = threading.Lock()
 
 
 _LIVE: "weakref.WeakSet[ScienceWorldEnv]" = weakref.WeakSet()
@@ -367,7 +372,8 @@ def _close_all() -> None:
 
 
 class ScienceWorldEnv:
-    """One ScienceWorld task variation at a time, in one JVM started on first use.
+    """One ScienceWorld task variation at a time, each in a fresh JVM (one started on first use, replaced at each
+    later reset; ``fresh_jvm``).
 
     Args:
         max_steps: a cap on every task's step limit (:data:`STEP_LIMITS` per type); the limit an episode plays
@@ -376,7 +382,7 @@ class ScienceWorldEnv:
         step_limits: False plays without the per-type limits (the gold paths, some longer than their type's
             limit, are replayed whole); ``max_steps``, when given, still caps.
         fresh_jvm: every :meth:`reset` after the first stops the JVM and loads the task into a fresh one (module
-            docstring, *Determinism*: ~4 s a task); False reuses one JVM, whose worlds then depend on what it
+            docstring, *Determinism*: 1-2 s a task); False reuses one JVM, whose worlds then depend on what it
             loaded before.
     """
 
@@ -479,6 +485,7 @@ class ScienceWorldEnv:
     def _load(self, task: Task, gold: bool) -> None:
         _, t, v = task_of(task.task_id)
         sim = self._sim()
+        self._jvm.loaded = True  # even a load that fails may leave state behind: the next task gets a fresh JVM
         self._call("load", sim.load, t, v, self.simplifications, gold)
 
     def reset(self, task: Task, plan: bool = False) -> StepResult:
@@ -492,7 +499,6 @@ class ScienceWorldEnv:
             used, self._jvm = self._jvm, None  # a variation's world depends on what its JVM loaded before
             used.stop()
         self._load(task, plan)
-        self._jvm.loaded = True
         server = self._sim().server
         self.plan = self._lines("gold path", server.getGoldActionSequence) if plan else []
         self._call("reset", server.reset)

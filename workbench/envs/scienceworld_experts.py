@@ -41,8 +41,12 @@ DEFAULT_BASE_SPLIT = "train@10"
 
 
 def experts_folder(simplifications: str = DEFAULT_SIMPLIFICATIONS) -> Path:
-    """Where the gold trajectories of this wheel and these simplifications are cached."""
-    tag = f"{version('scienceworld')}-{simplifications or 'none'}"
+    """Where the gold trajectories of this wheel, these simplifications and this way of running its JVM are cached
+    (the JVM's options in the name: paths built in JVMs of random object order are never read as fixed ones)."""
+    from workbench.envs.scienceworld import JVM_OPTIONS
+
+    jvm = hashlib.sha1(" ".join(("fresh-jvm-per-task", *JVM_OPTIONS)).encode()).hexdigest()[:6]
+    tag = f"{version('scienceworld')}-{simplifications or 'none'}-jvm{jvm}"
     return cache_root() / "experts" / "scienceworld" / tag
 
 
@@ -82,7 +86,7 @@ def gold_trajectory(env: ScienceWorldEnv, task) -> Trajectory:
 def gold_trajectories(split: str, simplifications: str = DEFAULT_SIMPLIFICATIONS, progress: bool = True,
                       task_types: list[str] | None = None) -> list[Trajectory]:
     """The gold trajectories of every variation of ``split`` (``train@10``, ``test@10``, ``dev`` ...), computed
-    where the cache lacks them (one JVM; a line appended per variation, so a killed build resumes), in the
+    where the cache lacks them (a fresh JVM per variation; a line appended per variation, so a killed build resumes), in the
     split's order."""
     tasks = load_scienceworld_tasks(split, task_types)
     path = experts_folder(simplifications) / split.replace("@", "_at_") / "gold.jsonl"

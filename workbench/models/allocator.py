@@ -7,16 +7,20 @@ the same large temporaries at every layer (a prefill's attention scores and thei
 x 4 bytes = 29 MiB for SmolLM2; the fp32 log-softmax of the unembedded rows), so each of them is paid again as page
 faults on first touch, which on these machines (a virtual machine) cost more than the arithmetic: measured on one
 core, an ~900-token prefill step of SmolLM2 in bf16 took 2.9 s with glibc's defaults and 1.9 s with the thresholds
-below, the same tokens and bit-identical scores (``benchmarks/step_limit.py`` reports both).
+below, the same tokens and bit-identical scores (a profile of 30 teacher-forced states; ``benchmarks/step_limit.py
+--glibc-defaults`` compares the median step, where the typical ~140-token step has no large temporary).
 
 :func:`keep_freed_memory` raises both thresholds once per process, through ``mallopt`` (what ``MALLOC_MMAP_THRESHOLD_``
 and ``MALLOC_TRIM_THRESHOLD_`` do from the environment, and the reason PyTorch's CPU tuning guide suggests jemalloc
 or tcmalloc): blocks up to :data:`MMAP_THRESHOLD` come from the heap and up to :data:`TRIM_THRESHOLD` of freed heap
-stays mapped for the next step. The price is a resident size that does not shrink back after the largest step (at
-most the trim threshold above what is in use). :func:`workbench.models.load_model` calls it for a model on the CPU.
+stays mapped for the next step. The price is a resident size that does not shrink back after the largest step (up to
+the trim threshold above what is in use, per malloc arena, and freed blocks below the heap's top stay mapped).
+:func:`workbench.models.load_model` calls it for a model on the CPU once its weights are loaded (so the weights
+themselves are mapped as before and handed back when the model is dropped), as does the trainer.
 
 Left alone where it cannot or should not act: not glibc (macOS, musl), ``WORKBENCH_MALLOPT=0``, or the allocator
-already tuned from the environment (``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_``, ``MALLOC_TOP_PAD_`` or a
+already tuned from the environment (another allocator preloaded with ``LD_PRELOAD`` is not detected: its own
+settings govern) (``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_``, ``MALLOC_TOP_PAD_`` or a
 ``glibc.malloc`` tunable in ``GLIBC_TUNABLES``: the user's settings win).
 """
 

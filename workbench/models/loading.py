@@ -229,10 +229,6 @@ def load_model(
     torch_dtype = _dtype(dtype)
     device = resolve_device(device)
     check_dtype(device, str(torch_dtype).removeprefix("torch."))
-    if device == "cpu":
-        from workbench.models.allocator import keep_freed_memory
-
-        keep_freed_memory()  # a CPU forward's large temporaries stay in the heap (no page faults per layer)
     if spec is not None and spec.base is not None:
         # lazy: adapters.py imports this module (adapters and loading call each other)
         from workbench.models.adapters import load_with_adapter
@@ -251,6 +247,10 @@ def load_model(
     tokenizer = AutoTokenizer.from_pretrained(folder)
     hf_model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch_dtype, attn_implementation="eager")
     hf_model.to(device).eval()
+    if device == "cpu":  # after the weights: they stay mmapped (handed back when the model is dropped)
+        from workbench.models.allocator import keep_freed_memory
+
+        keep_freed_memory()  # a CPU forward's large temporaries stay in the heap (no page faults per layer)
     if unwrapped:
         return hf_model
     return wrap(hf_model, tokenizer, name=name_or_path, hf_id=hf_id, source=source, device=device)

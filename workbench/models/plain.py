@@ -57,8 +57,9 @@ def grouped_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value
     q = query.reshape(b, kv_heads, groups * n, d)  # heads h = kv * groups + j, as repeat_kv orders them
     weights = torch.matmul(q, key.transpose(2, 3)).view(b, n_heads, n, n_keys)
     mask = attention_mask[:, :, :, :n_keys] if attention_mask is not None else None
-    if weights.device.type != "cpu" or (mask is not None and mask.dtype != weights.dtype):
-        # a GPU: one kernel each over the whole tensor; a mask of another dtype: eager's sum promotes
+    if weights.device.type != "cpu" or (mask is not None and (mask.dtype != weights.dtype or mask.shape[2] != n)):
+        # a GPU: one kernel each over the whole tensor; a mask of another dtype: eager's sum promotes; a mask
+        # broadcast over the queries: no rows to cut
         weights = weights * scaling
         weights = weights + mask if mask is not None else weights
         weights = torch.nn.functional.softmax(weights, dim=-1, dtype=torch.float32).to(query.dtype)

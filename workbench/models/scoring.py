@@ -181,10 +181,11 @@ LOG_SOFTMAX_BLOCK_BYTES = 2 << 20
 def log_softmax_rows(logits: torch.Tensor) -> torch.Tensor:
     """The fp32 log-softmax of each row of ``logits`` [rows, vocabulary], whatever their dtype: on the CPU a block
     of rows at a time into one output, so no whole fp32 copy of the rows is made and dropped per step (with
-    SmolLM2's 49,152 tokens, 100 rows are 20 MiB: a fresh block whose first touch cost more than the arithmetic).
+    SmolLM2's 49,152 tokens, 100 rows are 20 MiB: a fresh block whose first touch cost more than the arithmetic; the
+    output is still one tensor).
     Each row is the very ``log_softmax(row.float())`` (bit for bit)."""
-    if logits.device.type != "cpu":
-        return torch.log_softmax(logits.float(), dim=-1)
+    if logits.device.type != "cpu" or logits.dtype == torch.float32 or logits.dim() != 2:
+        return torch.log_softmax(logits.float(), dim=-1)  # fp32 rows: no conversion to spare
     n, vocab = logits.shape
     out = torch.empty(n, vocab, dtype=torch.float32)
     rows = max(1, LOG_SOFTMAX_BLOCK_BYTES // (4 * vocab))

@@ -92,11 +92,11 @@ def load_base(name: str = "smollm2-135m-instruct", attn: str = "sdpa") -> tuple[
     if spec is None or spec.gguf is None:
         raise ValueError(f"base model '{name}' must be a registered packaged model (e.g. smollm2-135m-instruct)")
     folder = _dequantized_dir(spec)
+    tok = AutoTokenizer.from_pretrained(folder)
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, attn_implementation=attn)
     from workbench.models.allocator import keep_freed_memory
 
     keep_freed_memory()  # training runs on the CPU: its large activations stay in the heap (models.allocator)
-    tok = AutoTokenizer.from_pretrained(folder)
-    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, attn_implementation=attn)
     return model, tok, int(model.config.max_position_embeddings)
 
 
