@@ -18,9 +18,30 @@ def fresh(monkeypatch):
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
 def test_thresholds_are_raised_once_on_glibc(fresh):
+    import ctypes
+
+    libc = ctypes.CDLL(None)
+    if not hasattr(libc, "gnu_get_libc_version"):
+        pytest.skip("not glibc")
     assert allocator.allocator_state() == "default"
     assert allocator.keep_freed_memory() == "kept"
     assert allocator.keep_freed_memory() == "kept" and allocator.allocator_state() == "kept"
+    if not hasattr(libc, "mallinfo2"):
+        return
+
+    class MallInfo2(ctypes.Structure):
+        _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                                    "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+    libc.mallinfo2.restype = MallInfo2
+    libc.malloc.restype = ctypes.c_void_p
+    libc.free.argtypes = [ctypes.c_void_p]
+    mapped = libc.mallinfo2().hblkhd
+    block = libc.malloc(100 << 20)  # a block the size of a long prompt's scores: from the heap now, not an mmap
+    try:
+        assert libc.mallinfo2().hblkhd == mapped
+    finally:
+        libc.free(block)
 
 
 @pytest.mark.parametrize("env,reason", [
