@@ -329,3 +329,19 @@ def test_java_tool_options_keep_the_users_first_and_are_restored(monkeypatch):
     with _java_tool_options(("-Xa",)):
         assert os.environ["JAVA_TOOL_OPTIONS"] == "-Xmine -Xa"
     assert os.environ["JAVA_TOOL_OPTIONS"] == "-Xmine"
+
+
+@pytest.mark.game
+def test_a_jvm_that_ignores_the_constant_hash_is_a_clear_error(monkeypatch):
+    """_JAVA_OPTIONS is read after JAVA_TOOL_OPTIONS: one that sets another hash would give each process its own
+    worlds."""
+    from workbench.envs.scienceworld import SimulatorError
+
+    monkeypatch.setenv("_JAVA_OPTIONS", "-XX:+UnlockExperimentalVMOptions -XX:hashCode=5")
+    e = ScienceWorldEnv()
+    try:
+        with pytest.raises(SimulatorError, match="ignored -XX:hashCode=2.*_JAVA_OPTIONS"):
+            e.reset(_task("find-animal"))
+        assert e.pid is None  # stopped
+    finally:
+        e.close()

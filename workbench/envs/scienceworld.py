@@ -13,7 +13,8 @@ variation listed its objects in another order, and its gold path chose another i
 JVM to the next (measured: 33 of 42 ``train@10`` gold paths differed between two JVMs, and even two JVMs started the
 same way differed once the tasks loaded before differed). Every JVM is therefore started with
 :data:`JVM_OPTIONS` (HotSpot's constant identity hash: the sets then iterate in a fixed order, set by the seeded
-world; HotSpot only: the options are passed, not checked), and loads one task only: a JVM keeps some state from one load to the next (with the constant hash,
+world; checked when the JVM starts: one that ignores them, under a ``_JAVA_OPTIONS`` override or another JVM, is a
+:class:`SimulatorError`), and loads one task only: a JVM keeps some state from one load to the next (with the constant hash,
 ``train/chemistry-mix-paint-tertiary-color/2``'s gold path still visited the workshop before the bedroom after the
 25 tasks before it in ``train@10``, and the bedroom first after none or a few), so every :meth:`ScienceWorldEnv.reset`
 after the first starts a fresh one (``fresh_jvm``; 1-2 s a task). A variation is then the same world, and its gold path
@@ -435,7 +436,22 @@ class ScienceWorldEnv:
             client.gateway_parameters.read_timeout = self.call_timeout_s
             for conn in list(client.deque):  # the connections the wheel's start opened
                 conn.socket.settimeout(self.call_timeout_s)
+            self._check_constant_hash()
         return self._jvm.sim
+
+    def _check_constant_hash(self) -> None:
+        """Raise if the JVM runs without the constant identity hash (a ``_JAVA_OPTIONS`` or ``JDK_JAVA_OPTIONS``
+        that overrides :data:`JVM_OPTIONS`, a JVM that is not HotSpot): its worlds would differ from one process to
+        the next."""
+        lang = self._jvm.sim._gateway.jvm.java.lang
+        hashes = {int(lang.System.identityHashCode(lang.Object())) for _ in range(2)}
+        if hashes != {1}:
+            jvm, self._jvm = self._jvm, None
+            jvm.stop()
+            raise SimulatorError(
+                "ScienceWorld's JVM ignored -XX:hashCode=2 (identity hashes vary), so a variation's world would "
+                "change from one process to the next: unset _JAVA_OPTIONS / JDK_JAVA_OPTIONS where they set "
+                "-XX:hashCode, or use a HotSpot JVM (OpenJDK 11+)")
 
     def _call(self, what: str, fn, *args):
         """``fn(*args)`` on the simulator; a dead JVM becomes :class:`SimulatorDiedError` (and is cleaned up)."""
