@@ -20,6 +20,10 @@ are summed in fp32. In bfloat16 a row is the fp32 softmax of the model's own bf1
 measured within 1e-2 of ``hook_pattern``'s bf16 row (which rounds scores and weights to bf16) and within 3e-2 of
 the fp32 model's row (tests/attention/test_attention_bf16.py holds it to twice that).
 
+On the plain path (the scorer's default forward, :mod:`workbench.models.plain`) there are no hook points: each hook
+of :meth:`AttentionCapture.hooks` carries a read-only tap that the plain model's attention hands the layer's post-RoPE
+query and keys (the cached keys first), and the tap computes the same rows from them.
+
 The extra memory is ``n_selected x prompt_len`` floats per step. The rows equal ``hook_pattern``'s row of q_t
 restricted to the prompt (tests/attention/test_attention_capture_real.py measures the difference on SmolLM2).
 
@@ -145,6 +149,7 @@ class AttentionCapture:
         self.heads.validate(self.n_layers, self.n_heads)
         self.scorer = scorer
         self.keep_steps = keep_steps
+        self.last_path = ""  # the path capture_prompt took last: "plain" or "bridge"
         self._windows = _layer_windows(lm)
         self._softcap = {layer: self._layer_softcap(layer) for layer in self.heads.layers}
         # fused-QKV bridges (Phi-3, GPT-NeoX) rebuild attention themselves and fire no rotary hooks: there the row
@@ -180,21 +185,62 @@ class AttentionCapture:
         self._layout: ForwardLayout | None = None
 
     def hooks(self) -> list[tuple[str, Callable]]:
-        """TransformerLens ``(hook_name, fn)`` pairs for ``scorer.score(hooks=...)``."""
+        """TransformerLens ``(hook_name, fn)`` pairs for ``scorer.score(hooks=...)``.
+
+        Each hook also carries a read-only tap (``fn.plain_tap = (layer, tap)``, one tap per layer shared by its
+        hooks): a scorer whose hooks are all taps runs the step on the plain model, which hands the tap the layer's
+        post-RoPE query and keys (:func:`workbench.models.plain.attention_taps`); the rows are the same
+        computation either way."""
         out: list[tuple[str, Callable]] = []
         for layer in self.heads.layers:
+            tap = (layer, self._tap(layer))
             if self._from_scores[layer]:
-                out.append((f"blocks.{layer}.attn.hook_attn_scores", self._scores_hook(layer)))
-                continue
-            out.append((f"blocks.{layer}.attn.hook_rot_q", self._query_hook(layer)))
-            out.append((f"blocks.{layer}.attn.hook_rot_k", self._key_hook(layer)))
+                pairs = [(f"blocks.{layer}.attn.hook_attn_scores", self._scores_hook(layer))]
+            else:
+                pairs = [(f"blocks.{layer}.attn.hook_rot_q", self._query_hook(layer)),
+                         (f"blocks.{layer}.attn.hook_rot_k", self._key_hook(layer))]
+            for name, fn in pairs:
+                fn.plain_tap = tap  # type: ignore[attr-defined]
+                out.append((name, fn))
         return out
 
-    def _row(self, layer: int, scores: Tensor) -> Tensor:
-        """q_t's attention over the prompt from its raw q.K scores [head, key_pos] (fp32): scaled, soft-capped,
-        windowed, softmaxed -- what the layer's eager attention does."""
+    def _tap(self, layer: int) -> Callable[[Tensor, Tensor, float], None]:
+        """The plain path's read of one layer: q_t's query heads against the prompt's keys (cached ones first),
+        the same product, scaling, soft-cap, window and fp32 softmax as the bridge hooks' rows."""
+
+        def tap(query: Tensor, key: Tensor, scaling: float) -> None:
+            lay = self._layout
+            if lay is None:
+                raise RuntimeError("AttentionCapture tap ran without on_layout: pass on_layout=capture.on_layout")
+            # query [batch, head, query_pos, d_head]; key [batch, kv_head, key_pos, d_head], the cached keys first
+            if (query.shape[1] != self.n_heads or key.shape[1] != self.n_kv or query.shape[2] <= lay.query_index
+                    or key.shape[2] - query.shape[2] != lay.n_cached or key.shape[2] < lay.prompt_len):
+                raise RuntimeError(
+                    f"layer {layer}: the attention holds queries {tuple(query.shape)} and keys {tuple(key.shape)}, "
+                    f"not the layout's ({lay.n_cached} cached keys, q_t at {lay.query_index}, {lay.prompt_len} "
+                    "prompt tokens); pass on_layout=capture.on_layout to the very score() call that receives "
+                    "capture.hooks()"
+                )
+            rows, head_indices = self._by_layer[layer]
+            q = query[0, head_indices, lay.query_index, :].float()  # [n_layer_heads, d_head]
+            scores = torch.empty(len(rows), lay.prompt_len, dtype=torch.float32, device=q.device)
+            kv_of = [kv_head_of(h, self.n_heads, self.n_kv) for h in head_indices]
+            for kv in sorted(set(kv_of)):
+                sel = [i for i, k in enumerate(kv_of) if k == kv]
+                scores[sel] = q[sel] @ key[0, kv, : lay.prompt_len].float().T
+            self._pending_rows[rows] = self._row(layer, scores, scaling=float(scaling))
+            self._pending_layers.discard(layer)
+            if not self._pending_layers:
+                self._finish()
+
+        return tap
+
+    def _row(self, layer: int, scores: Tensor, scaling: float | None = None) -> Tensor:
+        """q_t's attention over the prompt from its raw q.K scores [head, key_pos] (fp32): scaled (the layer's
+        ``scaling``, or the one its attention was called with), soft-capped, windowed, softmaxed -- what the
+        layer's eager attention does."""
         lay = self._layout
-        scores = scores * self._scaling[layer]
+        scores = scores * (self._scaling[layer] if scaling is None else scaling)
         cap = self._softcap[layer]
         if cap is not None:
             scores = torch.tanh(scores / cap) * cap
@@ -298,10 +344,21 @@ class AttentionCapture:
             self.steps.append(CapturedStep(rows=self.rows, prompt_len=lay.prompt_len, n_cached=lay.n_cached))
         self._layout, self._past = None, None
 
+    def _plain_path(self) -> Any:
+        """The plain model :meth:`capture_prompt` runs on (the scorer's, or one a scorer of this model would run
+        on), or None where it keeps the bridge."""
+        from workbench.models.scoring import ActionScorer
+
+        scorer = self.scorer if isinstance(self.scorer, ActionScorer) else None
+        if scorer is None:
+            scorer = self._prompt_scorer = getattr(self, "_prompt_scorer", None) or ActionScorer(self.lm)
+        return scorer.plain_path()
+
     @torch.no_grad()
     def capture_prompt(self, token_ids: Sequence[int]) -> Float[Tensor, "n_selected key_pos"]:
         """Rows of the last token of a whole prompt, in one uncached forward that stops after the last
-        selected layer (no logits are computed).
+        selected layer (no logits are computed): on the plain model where a scorer of this model would take it
+        (the taps of :meth:`hooks`), else through the bridge (``last_path`` says which).
 
         Args:
             token_ids: the full prompt; its last token plays q_t.
@@ -315,8 +372,32 @@ class AttentionCapture:
         self.on_layout(ForwardLayout(n_cached=0, n_new_prefix=n - 1, n_suffix=1, query_index=n - 1,
                                      prompt_len=n, candidate_slices=()))
         device = next(self.lm.hf_model.parameters()).device
-        with self.lm.bridge.hooks(fwd_hooks=self.hooks()):
-            self.lm.bridge(torch.tensor([list(token_ids)], device=device), stop_at_layer=max(self.heads.layers) + 1)
+        inp = torch.tensor([list(token_ids)], device=device)
+        last = max(self.heads.layers)
+        plain = self._plain_path()
+        try:
+            if plain is not None:
+                # the plain model's decoder stack, its taps reading each selected layer; it stops once the last
+                # one has (no later layer, no logits), as the bridge's stop_at_layer does
+                from workbench.models.plain import StopForward, attention_taps
+                from workbench.models.scoring import check_taps_fired, plain_taps
+
+                taps = plain_taps(self.hooks())
+                assert taps is not None
+                with attention_taps(taps, stop_after=last) as fired:
+                    try:
+                        plain.get_decoder()(input_ids=inp, use_cache=False)
+                    except StopForward:
+                        pass
+                check_taps_fired(taps, fired)
+                self.last_path = "plain"
+            else:
+                with self.lm.bridge.hooks(fwd_hooks=self.hooks()):
+                    self.lm.bridge(inp, stop_at_layer=last + 1)
+                self.last_path = "bridge"
+        except BaseException:
+            self._layout = None
+            raise
         if self._layout is not None:
             raise RuntimeError("the forward ended before every selected layer was captured")
         assert self.rows is not None

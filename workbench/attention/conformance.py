@@ -7,7 +7,9 @@ tokens.
   trie under a custom 4-D mask) == each candidate appended to the prompt in its own plain forward;
 * ``kv_reuse``: an episode of prompts that grow step by step, scored reusing the KV prefix == scored afresh;
 * ``capture``: the selective capture's row of q_t (whole prompt, no cache) == eager ``attentions``' last row;
-* ``capture_cached``: the same row captured inside a scorer step that reused the cache;
+* ``capture_cached``: the same row captured inside a scorer step that reused the cache, on the default forward (the
+  plain path's taps where the architecture has one);
+* ``capture_bridge``: the same through the bridge's hooks (``forward="bridge"``);
 * ``head_mask``: masking one query head (``hook_z``) == the model with that head's slice of the output projection
   zeroed;
 * ``C``: the utilization matrix of an episode from the captured rows == from the eager rows.
@@ -31,7 +33,7 @@ from workbench.models.scoring import ActionScorer
 
 __all__ = ["CHECKS", "check_model", "reference_scores"]
 
-CHECKS = ("logits", "scores", "kv_reuse", "capture", "capture_cached", "head_mask", "C")
+CHECKS = ("logits", "scores", "kv_reuse", "capture", "capture_cached", "capture_bridge", "head_mask", "C")
 
 
 def _out_proj(reference: Any, layer: int):
@@ -126,8 +128,9 @@ def check_model(lm: Any, reference: Any, prompts: Sequence[Sequence[int]], candi
         rows = AttentionCapture(lm, heads).capture_prompt(last)
         return (rows - _eager_rows(reference, last, heads)).abs().max().item()
 
-    def capture_cached():
-        scorer = ActionScorer(lm, reuse_cache=True)
+    def capture_cached(forward: str | None = None):
+        # the default forward (the plain path's taps, where the architecture has one), or the bridge's hooks
+        scorer = ActionScorer(lm, reuse_cache=True, forward=forward)
         cap = AttentionCapture(lm, heads, scorer=scorer)
         worst = 0.0
         for p in prompts:
@@ -177,6 +180,7 @@ def check_model(lm: Any, reference: Any, prompts: Sequence[Sequence[int]], candi
         return float((torch.as_tensor(mine) - torch.as_tensor(theirs)).abs().max())
 
     for name, fn in (("logits", logits), ("scores", scores), ("kv_reuse", kv_reuse), ("capture", capture),
-                     ("capture_cached", capture_cached), ("head_mask", head_mask), ("C", c_matrix)):
+                     ("capture_cached", capture_cached), ("capture_bridge", lambda: capture_cached("bridge")),
+                     ("head_mask", head_mask), ("C", c_matrix)):
         res[name] = _check(fn)
     return res

@@ -13,11 +13,63 @@ for good, not per forward): where one has, the forward must go through the bridg
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import torch
 
-__all__ = ["plain_model", "bridge_hooked", "PlainModelError", "grouped_attention", "GROUPED"]
+__all__ = ["plain_model", "bridge_hooked", "PlainModelError", "grouped_attention", "GROUPED", "attention_taps",
+           "AttentionTap", "StopForward"]
+
+#: A read-only look at one layer's attention inputs on the plain path: ``tap(query, key, scaling)`` with the
+#: post-RoPE ``query`` ``[batch, head, query_pos, d_head]`` of this forward and ``key`` ``[batch, kv_head,
+#: key_pos, d_head]`` (the cached keys first, then this forward's), before any product. It must not write to them.
+AttentionTap = Callable[[torch.Tensor, torch.Tensor, float], None]
+
+
+class StopForward(Exception):
+    """Raised inside the forward after the last tapped layer of :func:`attention_taps` ``(stop_after=...)``: the
+    caller wanted the taps' reads, not the rest of the model."""
+
+
+class _Taps:
+    def __init__(self, taps: Mapping[int, Sequence[AttentionTap]], stop_after: int | None) -> None:
+        self.taps = {int(layer): list(fns) for layer, fns in taps.items() if fns}
+        self.stop_after = stop_after
+        self.fired: set[int] = set()
+
+
+_ACTIVE: ContextVar[_Taps | None] = ContextVar("workbench_attention_taps", default=None)
+
+
+@contextmanager
+def attention_taps(taps: Mapping[int, Sequence[AttentionTap]], stop_after: int | None = None) -> Iterator[set[int]]:
+    """Hand each layer's attention inputs to ``taps[layer]`` during the plain model's forwards in this block (the
+    bridge's ``hook_rot_q`` / ``hook_rot_k`` without the bridge). Yields the set of layers whose taps fired, filled
+    as the forward runs, so the caller can check that none was missed. ``stop_after``: raise :class:`StopForward`
+    once that layer's taps have run (a capture that needs no later layer and no logits)."""
+    state = _Taps(taps, stop_after)
+    token = _ACTIVE.set(state)
+    try:
+        yield state.fired
+    finally:
+        _ACTIVE.reset(token)
+
+
+def _run_taps(module: Any, query: torch.Tensor, key: torch.Tensor, scaling: float) -> None:
+    state = _ACTIVE.get()
+    if state is None:
+        return
+    layer = getattr(module, "layer_idx", None)
+    fns = state.taps.get(layer)
+    if fns:
+        for fn in fns:
+            fn(query, key, scaling)
+        state.fired.add(layer)
+    if state.stop_after is not None and layer == state.stop_after:
+        raise StopForward(layer)
 
 _BRIDGED = "._original_component"
 
@@ -45,7 +97,8 @@ def grouped_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value
     cached key and value of every layer at every step: most of a bf16 step's memory traffic); on the CPU the scaling,
     mask and fp32 softmax run in place over blocks of query rows (:data:`SOFTMAX_BLOCK_BYTES`), the same arithmetic
     per row. Soft-capping and sinks (Gemma 2, GPT-OSS) go to the family's own eager function. Returns no attention weights (nothing reads them
-    on this path)."""
+    on this path). The taps of :func:`attention_taps` read the layer's query and keys first."""
+    _run_taps(module, query, key, scaling)
     if kwargs.get("softcap") is not None or kwargs.get("s_aux") is not None or getattr(module, "sinks", None) is not None:
         import sys
 

@@ -15,12 +15,16 @@ One bridge forward per decision step, with the KV prefix reused from the previou
 After the forward the cache is cropped back to the prefix. Hooks registered on the bridge see one forward
 whose query positions are the new tokens; :class:`ForwardLayout` tells them where q_t and each candidate sit.
 
-**Which forward.** A step that an instrument hooks runs through the bridge (every hook point fires). A step that
-nothing hooks runs, by default (``forward="auto"``), through the plain transformers model on the bridge's own weights
+**Which forward.** A step that an instrument hooks runs through the bridge (every hook point fires), unless every
+hook it is handed is a read-only tap (:func:`plain_taps`: the attention capture's are), which the plain path hands
+each tapped layer's post-RoPE query and keys instead. A step that nothing hooks, or only taps watch, runs, by default (``forward="auto"``), through the plain transformers model on the bridge's own weights
 (:func:`workbench.models.plain.plain_model`): the same eager computation without the bridge's per-module Python, the
 same scores bit for bit on the CPU (tests/models/test_plain_model.py), the KV cache shared between the two. Only the
 architectures of the matrix (``TESTED_ARCHITECTURES``) take it; any other keeps the bridge. ``forward="bridge"``
 (``--forward bridge``, ``WORKBENCH_FORWARD=bridge``) sends every step through the bridge.
+
+A forward that raises (a hook, a tap, an interrupt) drops the cached prefix: some layers would already hold this
+step's keys. The next step recomputes the prefix.
 """
 
 from __future__ import annotations
@@ -33,10 +37,10 @@ import torch
 from transformers import DynamicCache
 
 from workbench.models.loading import TESTED_ARCHITECTURES, LoadedModel
-from workbench.models.plain import PlainModelError, bridge_hooked, plain_model
+from workbench.models.plain import AttentionTap, PlainModelError, attention_taps, bridge_hooked, plain_model
 
 __all__ = ["ForwardLayout", "ScoreResult", "WriteResult", "ActionScorer", "common_prefix_len", "sliding_windows", "FORWARDS",
-           "default_forward", "set_default_forward", "log_softmax_rows"]
+           "default_forward", "set_default_forward", "log_softmax_rows", "plain_taps", "check_taps_fired"]
 
 #: How an unhooked step runs: ``auto`` (the plain model on the bridge's weights) or ``bridge`` (always the bridge).
 FORWARDS = ("auto", "bridge")
@@ -62,6 +66,31 @@ def set_default_forward(forward: str) -> str:
         raise ValueError(f"forward '{forward}': expected one of {', '.join(FORWARDS)}")
     os.environ[_FORWARD_ENV] = forward
     return forward
+
+
+def plain_taps(hooks: list[tuple[str, Callable]] | None) -> dict[int, list[AttentionTap]] | None:
+    """The plain path's taps standing in for ``hooks``: ``{}`` for no hook, ``{layer: [tap, ...]}`` when every hook
+    carries a read-only tap (``fn.plain_tap = (layer, tap)``, as :class:`~workbench.attention.AttentionCapture`'s do;
+    hooks that share one tap, a layer's ``hook_rot_q`` and ``hook_rot_k``, give it once), and None when any hook
+    needs the bridge (a head mask writes, ``hook_pattern`` reads what the plain path never makes)."""
+    taps: dict[int, list[AttentionTap]] = {}
+    for _, fn in hooks or ():
+        tap = getattr(fn, "plain_tap", None)
+        if tap is None:
+            return None
+        layer, f = tap
+        if not any(g is f for g in taps.setdefault(int(layer), [])):
+            taps[int(layer)].append(f)
+    return taps
+
+
+def check_taps_fired(taps: dict[int, list[AttentionTap]], fired: set[int]) -> None:
+    """Raise if a tapped layer's attention never ran on the plain path (an attention implementation that does not
+    go through :func:`~workbench.models.plain.grouped_attention`): its reads would be silently missing."""
+    missed = sorted(set(taps) - fired)
+    if missed:
+        raise RuntimeError(f"the plain path never ran the attention of layer(s) {missed}, so their taps read nothing; "
+                           "run this step through the bridge (--forward bridge, or ActionScorer(forward='bridge'))")
 
 
 @dataclass(frozen=True)
@@ -417,19 +446,29 @@ class ActionScorer:
             logits_to_keep=torch.tensor(rows, device=device),
         )
         inp = torch.tensor([toks], device=device)
-        plain = None if hooks else self._plain_forward()
-        if plain is not None:
-            kwargs.pop("return_type")
-            out = plain(input_ids=inp, use_cache=True, **kwargs)
-            logits, cache = out.logits, out.past_key_values
-            self.last_path = "plain"
-        elif hooks:
-            with bridge.hooks(fwd_hooks=hooks):
+        taps = plain_taps(hooks)
+        plain = self._plain_forward() if taps is not None else None
+        try:
+            if plain is not None:
+                kwargs.pop("return_type")
+                with attention_taps(taps) as fired:
+                    out = plain(input_ids=inp, use_cache=True, **kwargs)
+                check_taps_fired(taps, fired)
+                logits, cache = out.logits, out.past_key_values
+                self.last_path = "plain"
+            elif hooks:
+                with bridge.hooks(fwd_hooks=hooks):
+                    logits, cache = bridge(inp, **kwargs)
+                self.last_path = "bridge"
+            else:
                 logits, cache = bridge(inp, **kwargs)
-            self.last_path = "bridge"
-        else:
-            logits, cache = bridge(inp, **kwargs)
-            self.last_path = "bridge"
+                self.last_path = "bridge"
+        except BaseException:
+            # a hook, a tap or an interrupt that raised mid-forward leaves the cache with some layers' keys of
+            # this step appended in place: drop it (the next step recomputes the prefix) rather than crop a
+            # cache whose layers disagree
+            self.reset()
+            raise
         # fp32 whatever the model's dtype: a bf16 log-softmax over the vocabulary (8-bit mantissa, ~0.03 nats at
         # log p ~ -4) would round close candidates to the same score.
         logp = log_softmax_rows(logits[0])  # [rows, vocab]
@@ -438,6 +477,13 @@ class ActionScorer:
         self._cache = cache if self.reuse_cache else None
         self._cached = list(prefix) if self.reuse_cache else []
         return logp, layout
+
+    def plain_path(self) -> Any:
+        """The plain transformers model (:func:`~workbench.models.plain.plain_model`) this scorer runs a step on
+        when no hook, or only read-only taps (:func:`plain_taps`), watch it; None where every step goes through
+        the bridge (``forward="bridge"``, a hook left on the bridge itself, or an architecture outside the
+        matrix)."""
+        return self._plain_forward()
 
     def _plain_forward(self) -> Any:
         """The plain model for a step no hook reads, or None where it must go through the bridge (``forward`` is

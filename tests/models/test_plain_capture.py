@@ -1,0 +1,208 @@
+"""A captured step on the plain path: the attention capture's hooks carry read-only taps, and a scorer whose hooks
+are all taps runs the step on the plain transformers model, which hands each tapped layer's post-RoPE query and keys
+to them. The rows are the bridge's, the scores are the unhooked step's, the cache is shared; anything that needs the
+bridge (a head mask, ``hook_pattern``) keeps it; a forward that raises leaves the scorer usable."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from architectures import ARCHITECTURES, build  # noqa: E402
+
+from workbench.attention import AttentionCapture, mask_heads_hooks  # noqa: E402
+from workbench.models.loading import wrap  # noqa: E402
+from workbench.models.plain import attention_taps  # noqa: E402
+from workbench.models.scoring import ActionScorer, plain_taps  # noqa: E402
+
+CANDIDATES = ["go to shelf 2", "put mug 1 in/on shelf 2", "look", "go to desk 1"]
+
+
+def _steps(tok):
+    """Three prompts, each extending the last one's prefix (the cache is reused), as (prefix, suffix)."""
+    head = tok("You are in the middle of a room. Looking quickly around you, you see a desk 1, a shelf 2 and a "
+               "drawer 3.\nYour task is to: put a mug in shelf.\n", add_special_tokens=False).input_ids
+    end = tok("<|im_end|>\n<|im_start|>assistant\n", add_special_tokens=False).input_ids
+    body, out = list(head), []
+    for line in ("> go to desk 1\nOn the desk 1, you see a mug 1, a pen 2 and a laptop 1.\n",
+                 "> take mug 1 from desk 1\nYou pick up the mug 1 from the desk 1.\n",
+                 "> go to shelf 2\nOn the shelf 2, you see nothing.\n"):
+        body += tok(line, add_special_tokens=False).input_ids
+        out.append((list(body), end))
+    return out
+
+
+def _wrap(arch, dtype=torch.float32):
+    model, _, tok = build(arch)
+    model = model.to(dtype)
+    return wrap(model, tok, name=f"tiny-{arch}", hf_id=f"tiny/{arch}"), tok
+
+
+def _captured_episode(lm, tok, forward, heads="all", captures=1):
+    """Scores and each capture's rows per step of the episode, on one scorer of ``forward``."""
+    scorer = ActionScorer(lm, forward=forward)
+    caps = [AttentionCapture(lm, heads if k == 0 else [(lm.n_layers - 1, 0), (0, 1)], scorer=scorer)
+            for k in range(captures)]
+    out = []
+    for prefix, suffix in _steps(tok):
+        hooks = [h for c in caps for h in c.hooks()]
+        res = scorer.score(prefix, suffix, CANDIDATES, hooks=hooks,
+                           on_layout=lambda lay: [c.on_layout(lay) for c in caps])
+        out.append((res, scorer.last_path, [c.rows.clone() for c in caps]))
+    return out
+
+
+@pytest.fixture(scope="module", params=list(ARCHITECTURES))
+def tiny(request):
+    return (request.param, *_wrap(request.param))
+
+
+def test_a_captured_step_runs_on_the_plain_path_with_the_bridges_rows_and_scores(tiny):
+    arch, lm, tok = tiny
+    bridge = _captured_episode(lm, tok, "bridge", captures=2)
+    plain = _captured_episode(lm, tok, "auto", captures=2)
+    unhooked = ActionScorer(lm, forward="auto")
+    for k, ((a, pa, rows_a), (b, pb, rows_b)) in enumerate(zip(bridge, plain)):
+        assert (pa, pb) == ("bridge", "plain"), arch
+        assert b.reused_tokens == a.reused_tokens and (k == 0 or b.reused_tokens > 0)
+        # the taps only read: the step scores as an unhooked plain step does, bit for bit
+        assert b.scores == unhooked.score(*_steps(tok)[k], CANDIDATES).scores, arch
+        assert max(abs(x - y) for x, y in zip(a.scores, b.scores)) < 1e-5, arch
+        for ra, rb in zip(rows_a, rows_b):  # every head, and a second capture on overlapping layers
+            assert ra.shape == rb.shape and rb.dtype == torch.float32
+            assert (ra - rb).abs().max().item() < 1e-6, arch
+            assert torch.allclose(rb.sum(-1), torch.ones(rb.shape[0]), atol=1e-5)
+
+
+def test_capture_prompt_runs_on_either_path_with_the_same_rows(tiny):
+    arch, lm, tok = tiny
+    prefix, suffix = _steps(tok)[-1]
+    tokens = prefix + suffix
+    for heads in ("all", [(0, 1), (0, 3)]):  # every layer; the first only (the plain forward stops after it)
+        plain = AttentionCapture(lm, heads)
+        rows = plain.capture_prompt(tokens).clone()
+        assert plain.last_path == "plain"
+        bridged = AttentionCapture(lm, heads, scorer=ActionScorer(lm, forward="bridge"))
+        ref = bridged.capture_prompt(tokens)
+        assert bridged.last_path == "bridge"
+        assert (rows - ref).abs().max().item() < 1e-6, (arch, heads)
+
+
+@pytest.mark.parametrize("arch,tol", [("llama", 0.0), ("gemma2", 0.0), ("phi3", 2e-5)])
+def test_bf16_rows_on_the_plain_path_are_the_bridges(arch, tol):
+    """In bf16 the rows are the same fp32 product of the model's bf16 q and K on both paths; a fused-QKV bridge
+    (Phi-3) hands out its bf16 scores where the tap multiplies in fp32."""
+    lm, tok = _wrap(arch, torch.bfloat16)
+    bridge = _captured_episode(lm, tok, "bridge")
+    plain = _captured_episode(lm, tok, "auto")
+    for (a, _, [ra]), (b, path, [rb]) in zip(bridge, plain):
+        assert path == "plain"
+        assert (ra - rb).abs().max().item() <= tol
+        assert a.best == b.best
+
+
+def test_write_taps_only_its_first_forward(tiny):
+    arch, lm, tok = tiny
+    prefix, suffix = _steps(tok)[0]
+    scorer = ActionScorer(lm, forward="auto")
+    cap = AttentionCapture(lm, "all", scorer=scorer)
+    res = scorer.write(prefix, suffix, CANDIDATES, beam=2, hooks=cap.hooks(), on_layout=cap.on_layout)
+    assert res.forwards > 1 and scorer.last_path == "plain"
+    assert len(cap.steps) == 1 and cap.steps[0].prompt_len == len(prefix) + len(suffix)
+    ref = AttentionCapture(lm, "all").capture_prompt(prefix + suffix)
+    assert (cap.rows - ref).abs().max().item() < 1e-6
+
+
+def test_a_capture_beside_a_head_mask_keeps_the_bridge():
+    lm, tok = _wrap("llama")
+    prefix, suffix = _steps(tok)[0]
+    scorer = ActionScorer(lm, forward="auto")
+    cap = AttentionCapture(lm, "all", scorer=scorer)
+    masks = mask_heads_hooks([(1, 2)], lm.n_heads)
+    assert plain_taps(cap.hooks()) and plain_taps(masks + cap.hooks()) is None
+    scorer.score(prefix, suffix, CANDIDATES, hooks=masks + cap.hooks(), on_layout=cap.on_layout)
+    assert scorer.last_path == "bridge" and cap.rows is not None
+
+
+def test_a_hook_pattern_reader_keeps_the_bridge():
+    lm, tok = _wrap("llama")
+    prefix, suffix = _steps(tok)[0]
+    scorer = ActionScorer(lm, forward="auto")
+    seen = []
+    scorer.score(prefix, suffix, CANDIDATES, hooks=[("blocks.0.attn.hook_pattern", lambda t, hook: seen.append(1))])
+    assert scorer.last_path == "bridge" and seen == [1]
+
+
+@pytest.mark.parametrize("forward", ["auto", "bridge"])
+def test_a_forward_that_raises_leaves_the_scorer_scoring_correctly(forward):
+    """A hook or tap that raises mid-forward used to leave this step's keys appended to the cached prefix of the
+    layers before it: the next step then failed with a size mismatch. The scorer drops the cache instead."""
+    lm, tok = _wrap("llama")
+    steps = _steps(tok)
+    scorer, ref = ActionScorer(lm, forward=forward), ActionScorer(lm, forward=forward)
+    scorer.score(*steps[0], CANDIDATES)
+    cap = AttentionCapture(lm, [(1, 0)], scorer=scorer)
+
+    def boom(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    boom.plain_tap = (1, lambda q, k, s: boom())
+    with pytest.raises(KeyboardInterrupt):
+        scorer.score(*steps[1], CANDIDATES, hooks=[(cap.hooks()[-1][0], boom)], on_layout=cap.on_layout)
+    assert scorer.cache is None  # dropped, not left with layer 0's keys of the failed step
+    got = scorer.score(*steps[2], CANDIDATES)
+    assert got.scores == ref.score(*steps[2], CANDIDATES).scores
+
+
+def test_a_tap_whose_layer_never_runs_names_the_bridge():
+    lm, tok = _wrap("llama")
+    scorer = ActionScorer(lm, forward="auto")
+
+    def hook(t, hook):
+        return None
+
+    hook.plain_tap = (7, lambda q, k, s: None)  # a layer this two-layer model does not have
+    with pytest.raises(RuntimeError, match="--forward bridge"):
+        scorer.score(*_steps(tok)[0], CANDIDATES, hooks=[("blocks.0.attn.hook_rot_q", hook)])
+    assert scorer.cache is None
+
+
+def test_taps_see_the_cached_keys_first_and_only_read():
+    lm, tok = _wrap("qwen2")
+    steps = _steps(tok)
+    scorer = ActionScorer(lm, forward="auto")
+    scorer.score(*steps[0], CANDIDATES)
+    n_cached = len(steps[0][0])
+    seen = {}
+
+    def tap(q, k, scaling):
+        seen.setdefault("shapes", []).append((tuple(q.shape), tuple(k.shape), scaling))
+
+    def hook(t, hook):
+        return None
+
+    hook.plain_tap = (1, tap)
+    res = scorer.score(*steps[1], CANDIDATES, hooks=[("blocks.1.attn.hook_rot_q", hook)])
+    [(qs, ks, scaling)] = seen["shapes"]
+    n_q = res.layout.n_queries
+    assert qs == (1, lm.n_heads, n_q, lm.d_head) and ks == (1, lm.n_key_value_heads, n_cached + n_q, lm.d_head)
+    assert scaling == pytest.approx(lm.d_head ** -0.5)
+    assert res.scores == ActionScorer(lm, forward="auto").score(*steps[1], CANDIDATES).scores
+
+
+def test_attention_taps_are_off_outside_their_block():
+    from workbench.models.plain import plain_model
+
+    lm, tok = _wrap("llama")
+    plain = plain_model(lm)
+    ids = torch.tensor([_steps(tok)[0][0]])
+    calls = []
+    with attention_taps({0: [lambda q, k, s: calls.append(0)]}) as fired:
+        plain(input_ids=ids)
+    assert calls == [0] and fired == {0}
+    plain(input_ids=ids)
+    assert calls == [0]
