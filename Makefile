@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PROFILE ?= default
 PYTEST_ARGS ?=
 
-.PHONY: check-java train-agent-joint refine-scienceworld-agmr refine-scienceworld-no-agr refine-scienceworld-agmr-served eval-scienceworld docs docs-serve gpu-check install install-docs install-server install-browser reproduce test test-fast fuzz lab train-agent train-agent-v1 train-agent-v2-expert-only eval-agent-v2 eval-methods-v2 refine-v2-agmr refine-v2-no-agr refine-v2-agmr-plan-free dtype-table clean-venv
+.PHONY: check-java train-agent-joint eval-agent-joint heads-agent-joint refine-scienceworld-agmr refine-scienceworld-no-agr refine-scienceworld-agmr-served eval-scienceworld docs docs-serve gpu-check install install-docs install-server install-browser reproduce test test-fast fuzz lab train-agent train-agent-v1 train-agent-v2-expert-only eval-agent-v2 eval-methods-v2 refine-v2-agmr refine-v2-no-agr refine-v2-agmr-plan-free dtype-table clean-venv
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -164,6 +164,19 @@ train-agent-joint: install check-java
 		--init-adapter smollm2-135m-alfworld --on-policy runs/dagger/it0/labelled.jsonl \
 		--on-policy runs/dagger/it1/labelled.jsonl --scienceworld train@10
 
+# The joint agent's own evaluation once its training lands (issue 48: "show it still matches v2 on ALFWorld"): its
+# ALFWorld table against v2 (the same grid, bf16, all 134 valid_unseen tasks, resumable) and its retrieval heads,
+# scored as v2's were, which AGMR's ScienceWorld refinements of it read (SW_AGENT=$(JOINT) below)
+JOINT := smollm2-135m-alfworld-scienceworld
+eval-agent-joint: install
+	$(EVAL) grids/valid_unseen_default_agent.yaml --set model=$(JOINT) --out $(EVAL_RUNS)/01_baselines/$(JOINT)
+	$(BIN)/python benchmarks/agent_eval.py --table reports/full-bfloat16/tables/agent_joint_valid_unseen.md \
+		--runs $(EVAL_RUNS)/01_baselines --table-models $(V2) $(JOINT) --table-model-pairs $(V2):$(JOINT) \
+		--table-title "valid_unseen, all 134 tasks: agent v2 vs the joint ALFWorld + ScienceWorld agent"
+heads-agent-joint: install
+	OMP_NUM_THREADS=1 $(BIN)/workbench heads score --model $(JOINT) --dtype $(EVAL_DTYPE) --split valid_seen \
+		--tasks 0:140:7 --max-pairs 30 --out $(EVAL_RUNS)/heads/$(JOINT).json --save-default
+
 # DAgger's effect (issue 14): the same recipe on the expert trajectories alone, under the same layouts (no rollouts),
 # from the same start (v1's weights) as v2's final step. The fresh-adapter control that went with the from-scratch v2
 # is kept in runs/dagger/expert-only-scratch/adapter (trained as runs/dagger/expert-only/adapter).
@@ -244,8 +257,9 @@ eval-methods-v2: install
 # shown each task's gold path (the oracle, as ALFWorld's committed bases were refined), then grids/scienceworld_test.yaml
 # (test@2), then notebook 08. refine-scienceworld-agmr-served is the same refinement with the served
 # SmolLM2-135M-Instruct as reflector and refiner (the real LLM here, the paper's plan-free reflector). Agent v2
-# (ALFWorld-only) for now; the joint agent (make train-agent-joint) gets its own grid once trained.
-SW_AGENT := smollm2-135m-alfworld-v2
+# (ALFWorld-only) by default; the joint agent's refinements: SW_AGENT=smollm2-135m-alfworld-scienceworld (after
+# make heads-agent-joint: AGMR's capture reads its retrieval heads).
+SW_AGENT ?= smollm2-135m-alfworld-v2
 SW_RUNS := runs/scienceworld/$(SW_AGENT)
 SW_ETO_TYPES := boil change-the-state-of-matter-of freeze melt measure-melting-point-known-substance use-thermometer \
 	power-component power-component-renewable-vs-nonrenewable-energy test-conductivity \

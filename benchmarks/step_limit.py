@@ -28,6 +28,11 @@ For each dtype, on the same teacher-forced steps (Traj memory, the default agent
   score difference (a path is kept only if fp32 stays within 1e-5 and bf16 picks the same action at >= 99 % of
   steps).
 
+``--capture retrieval|all`` times a *captured* step instead (what AGMR's captured episodes, ``CaptureInstrument`` and
+the live session's attention panel run): every step watched by an attention capture of the model's committed
+retrieval heads or of every head, through the bridge's hooks (``bridge``) and through the plain path's read-only taps
+(``plain``), the rows compared as well as the scores.
+
 Then (``--sweep-tasks``) the same episodes played by 2 Ray workers with every unhooked step through the bridge
 (``--forward bridge``) and through the plain path (the default): episodes per hour of each, timed from all workers
 ready, and whether the two wrote identical trajectories.
@@ -100,6 +105,41 @@ class WholeBlocks:
             plain.SOFTMAX_BLOCK_BYTES, scoring.LOG_SOFTMAX_BLOCK_BYTES = saved
 
 
+class Captured:
+    """A scorer whose every step is watched by an attention capture of ``heads``: through the bridge's hooks for a
+    ``forward="bridge"`` scorer, through the plain path's read-only taps for the default one. ``rows`` keeps each
+    step's captured rows, so the paths' rows are compared too."""
+
+    def __init__(self, lm, inner: ActionScorer, heads) -> None:
+        from workbench.attention import AttentionCapture
+
+        self.inner = inner
+        self.capture = AttentionCapture(lm, heads, scorer=inner, keep_steps=False)
+        self.rows: list[torch.Tensor] = []
+
+    @property
+    def last_path(self) -> str:
+        return self.inner.last_path
+
+    def reset(self) -> None:
+        self.inner.reset()
+        self.capture.reset()
+
+    def score(self, prefix, suffix, cands):
+        r = self.inner.score(prefix, suffix, cands, hooks=self.capture.hooks(), on_layout=self.capture.on_layout)
+        self.rows.append(self.capture.rows)
+        return r
+
+
+def capture_heads(lm, which: str):
+    """The heads ``--capture`` names: the model's committed retrieval heads, or every head."""
+    from workbench.attention import default_retrieval_heads
+
+    if which == "all":
+        return "all"
+    return default_retrieval_heads(lm.name, (lm.n_layers, lm.n_heads))
+
+
 def step_flops(config, n_cached: int, n_q: int, n_logits: int) -> float:
     """FLOPs (2 per multiply-add) of one forward of ``n_q`` new tokens over ``n_cached`` cached ones, unembedding
     ``n_logits`` rows (module docstring)."""
@@ -140,10 +180,11 @@ def steps_of(split: str, tasks: str, n_steps: int):
 
 
 @torch.no_grad()
-def measure(lm, dtype: str, states, scorers: dict[str, ActionScorer]) -> dict:
-    """Per path: step times, decisions and scores on ``states`` (arms interleaved, the order rotating)."""
+def measure(lm, dtype: str, states, scorers: dict[str, ActionScorer], bridge) -> dict:
+    """Per path: step times, decisions and scores on ``states`` (arms interleaved, the order rotating), each path
+    compared with ``bridge``."""
     agent = Agent.from_model(lm)  # its prompt builder
-    scorers = {"bridge": ActionScorer(lm, forward="bridge")} | scorers
+    scorers = {"bridge": bridge} | scorers
     policy = build_policy("traj")
     times = {p: [] for p in scorers}
     best = {p: [] for p in scorers}
@@ -212,6 +253,9 @@ def main() -> None:
                     help="the paths timed, interleaved (bridge is always run: the others are compared with it)")
     ap.add_argument("--glibc-defaults", action="store_true",
                     help="glibc's allocator thresholds (WORKBENCH_MALLOPT=0): the allocator before issue 49's change")
+    ap.add_argument("--capture", choices=("none", "retrieval", "all"), default="none",
+                    help="capture q_t's rows at every step (the model's committed retrieval heads, or every head): "
+                         "the bridge through its hooks, the plain path through its taps; times only those two paths")
     ap.add_argument("--json", help="also write the numbers here")
     a = ap.parse_args()
     import os
@@ -232,8 +276,14 @@ def main() -> None:
         scorers = {"plain": lambda: ActionScorer(lm, forward="auto"),
                    "plain-whole": lambda: WholeBlocks(ActionScorer(lm, forward="auto")),
                    "hf-sdpa": lambda: hf_scorer(lm, "sdpa", dtype)}
+        if a.capture != "none":  # every path's steps captured: the bridge's hooks, the plain path's taps
+            heads = capture_heads(lm, a.capture)
+            scorers = {"plain": lambda: Captured(lm, ActionScorer(lm, forward="auto"), heads)}
+            bridge = Captured(lm, ActionScorer(lm, forward="bridge"), heads)
+        else:
+            bridge = ActionScorer(lm, forward="bridge")
         scorers = {p: make() for p, make in scorers.items() if p in wanted}
-        m = measure(lm, dtype, states, scorers)
+        m = measure(lm, dtype, states, scorers, bridge)
         tdtype = next(lm.hf_model.parameters()).dtype
         peak = matmul_peak(lm.hf_model.config, int(statistics.median(m["tokens"])), tdtype)
         ideal = sum(m["flops"]) / peak
@@ -243,8 +293,14 @@ def main() -> None:
             dmax = max(max(abs(x - y) for x, y in zip(s, r)) for s, r in zip(m["scores"][p], m["scores"]["bridge"]))
             rows[p] = {"median_ms": 1e3 * statistics.median(ts), "limit_ratio": sum(ts) / ideal,
                        "same_action": same, "max_abs_dscore": dmax}
-            print(f"{dtype:8s} {p:9s} median {rows[p]['median_ms']:6.0f} ms  limit_ratio {rows[p]['limit_ratio']:.2f}  "
-                  f"same action {same:.1%}  max |dscore| {dmax:.2e}")
+            line = (f"{dtype:8s} {p:9s} median {rows[p]['median_ms']:6.0f} ms  limit_ratio "
+                    f"{rows[p]['limit_ratio']:.2f}  same action {same:.1%}  max |dscore| {dmax:.2e}")
+            if isinstance(scorers.get(p, bridge), Captured):
+                mine, ref = (scorers[p] if p in scorers else bridge).rows, bridge.rows
+                rows[p]["max_abs_drow"] = max((x - y).abs().max().item() for x, y in zip(mine, ref))
+                rows[p]["path"] = (scorers[p] if p in scorers else bridge).last_path
+                line += f"  max |drow| {rows[p]['max_abs_drow']:.1e} ({rows[p]['path']})"
+            print(line)
         gflop = statistics.median(m["flops"]) / 1e9
         print(f"{dtype:8s} {len(states)} steps: median {gflop:.1f} GFLOP over {statistics.median(m['tokens']):.0f} "
               f"query tokens; peak {peak / 1e9:.0f} GFLOP/s; ideal step {1e3 * ideal / len(states):.0f} ms")

