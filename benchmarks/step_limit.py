@@ -17,6 +17,9 @@ For each dtype, on the same teacher-forced steps (Traj memory, the default agent
   - ``plain-whole``: the plain path with the attention's fp32 softmax and the scores' log-softmax over whole
     tensors (``SOFTMAX_BLOCK_BYTES`` / ``LOG_SOFTMAX_BLOCK_BYTES`` unbounded), as the plain path ran before they
     went by blocks of rows;
+  - ``plain-all-ops``: the plain path with the scaling and the mask applied to every score, as before
+    :data:`workbench.models.plain.EXACT_SHORTCUTS` (a power-of-two scaling moved onto the queries, the mask added
+    from its first non-zero key column; both bit for bit);
   - ``hf-sdpa``: the same scorer over a copy of the weights with transformers' fused
     ``scaled_dot_product_attention`` (a candidate, measured, not used).
 
@@ -85,24 +88,39 @@ def hf_scorer(lm, attn: str, dtype: str) -> ActionScorer:
     return ActionScorer(replace(lm, bridge=HFAsBridge(hf), hf_model=hf, meta={}), forward="bridge")
 
 
-class WholeBlocks:
-    """A scorer whose forwards run the softmax and log-softmax over whole tensors (one block), as before."""
+class Patched:
+    """A scorer whose forwards run with some module settings of the plain path changed (an earlier state of it):
+    ``settings`` maps ``(module, name)`` to the value held during each score()."""
 
-    def __init__(self, inner: ActionScorer) -> None:
-        self.inner = inner
+    def __init__(self, inner: ActionScorer, settings: dict) -> None:
+        self.inner, self.settings = inner, settings
 
     def reset(self) -> None:
         self.inner.reset()
 
     def score(self, *args, **kwargs):
-        from workbench.models import plain, scoring
-
-        saved = plain.SOFTMAX_BLOCK_BYTES, scoring.LOG_SOFTMAX_BLOCK_BYTES
-        plain.SOFTMAX_BLOCK_BYTES = scoring.LOG_SOFTMAX_BLOCK_BYTES = 1 << 62
+        saved = {(m, k): getattr(m, k) for m, k in self.settings}
+        for (m, k), v in self.settings.items():
+            setattr(m, k, v)
         try:
             return self.inner.score(*args, **kwargs)
         finally:
-            plain.SOFTMAX_BLOCK_BYTES, scoring.LOG_SOFTMAX_BLOCK_BYTES = saved
+            for (m, k), v in saved.items():
+                setattr(m, k, v)
+
+
+def whole_blocks(inner: ActionScorer) -> Patched:
+    """The softmax and log-softmax over whole tensors (one block), as the plain path ran before they went by rows."""
+    from workbench.models import plain, scoring
+
+    return Patched(inner, {(plain, "SOFTMAX_BLOCK_BYTES"): 1 << 62, (scoring, "LOG_SOFTMAX_BLOCK_BYTES"): 1 << 62})
+
+
+def all_ops(inner: ActionScorer) -> Patched:
+    """The scaling and the mask over every score (no :data:`workbench.models.plain.EXACT_SHORTCUTS`)."""
+    from workbench.models import plain
+
+    return Patched(inner, {(plain, "EXACT_SHORTCUTS"): False})
 
 
 class Captured:
@@ -249,7 +267,7 @@ def main() -> None:
     ap.add_argument("--sweep-tasks", default="0:134:17", help="episodes of the 2-worker comparison ('' skips it)")
     ap.add_argument("--sweep-dtype", default="bfloat16")
     ap.add_argument("--sweep-max-steps", type=int, default=20)
-    ap.add_argument("--paths", default="bridge,plain,plain-whole,hf-sdpa",
+    ap.add_argument("--paths", default="bridge,plain,plain-all-ops,plain-whole,hf-sdpa",
                     help="the paths timed, interleaved (bridge is always run: the others are compared with it)")
     ap.add_argument("--glibc-defaults", action="store_true",
                     help="glibc's allocator thresholds (WORKBENCH_MALLOPT=0): the allocator before issue 49's change")
@@ -274,7 +292,8 @@ def main() -> None:
         print(f"allocator: {report['allocator']}")
         wanted = set(a.paths.split(","))
         scorers = {"plain": lambda: ActionScorer(lm, forward="auto"),
-                   "plain-whole": lambda: WholeBlocks(ActionScorer(lm, forward="auto")),
+                   "plain-whole": lambda: whole_blocks(ActionScorer(lm, forward="auto")),
+                   "plain-all-ops": lambda: all_ops(ActionScorer(lm, forward="auto")),
                    "hf-sdpa": lambda: hf_scorer(lm, "sdpa", dtype)}
         if a.capture != "none":  # every path's steps captured: the bridge's hooks, the plain path's taps
             heads = capture_heads(lm, a.capture)

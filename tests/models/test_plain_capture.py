@@ -206,3 +206,42 @@ def test_attention_taps_are_off_outside_their_block():
     assert calls == [0] and fired == {0}
     plain(input_ids=ids)
     assert calls == [0]
+
+
+@pytest.mark.game
+@pytest.mark.integration
+def test_a_captured_replay_of_a_committed_run_is_the_bridges_on_the_plain_path(monkeypatch):
+    """The committed paper-scale proactive run (agent v2, bf16) replayed in a live session that captures the agent's
+    committed retrieval heads at every step: on the plain path (the capture's taps) and through the bridge (its
+    hooks), the same p(action) and rows at every step; on the CPU type that played the run, each recorded p(action)
+    exactly."""
+    from workbench.eval.config import RunConfig
+    from workbench.eval.run_folder import read_config, read_episodes
+    from workbench.live.session import Session, find_task
+    from workbench.models import load_model
+    from workbench.provenance import versions
+
+    folder = Path(__file__).parents[2] / "runs/full-bfloat16/06_proactive/smollm2-135m-alfworld-v2/proactive"
+    saved = read_config(folder)
+    cfg = RunConfig.from_identity(str(folder), saved.run)
+    lm = load_model(cfg.model, dtype=cfg.dtype)
+    ep = read_episodes(folder)[0]
+
+    def replay(forward):
+        monkeypatch.setenv("WORKBENCH_FORWARD", forward)
+        s = Session(lm, find_task(ep.task_id, (cfg.split,)), cfg.memory, options=cfg.options, dtype=cfg.dtype,
+                    retriever=cfg.retriever, max_steps=cfg.max_steps)  # heads: the model's committed ones
+        s.recorded = ep
+        rows = s.replay(to_step=min(ep.n_steps, 10))
+        return s, rows
+
+    plain, got = replay("auto")
+    bridge, want = replay("bridge")
+    assert plain.capture is not None and len(plain.capture.capture.heads) > 0
+    assert (plain.agent.scorer.last_path, bridge.agent.scorer.last_path) == ("plain", "bridge")
+    assert len(got) >= 8 and [r["p_action"] for r in got] == [r["p_action"] for r in want]
+    steps_a, steps_b = plain.capture.capture.steps, bridge.capture.capture.steps
+    assert len(steps_a) == len(steps_b) == len(got)
+    assert max((a.rows - b.rows).abs().max().item() for a, b in zip(steps_a, steps_b)) <= 1e-6
+    if saved.versions.get("cpu") == versions().get("cpu"):  # bf16 bits depend on the CPU that played the run
+        assert all(r["p_action"] == r["recorded_p_action"] for r in got)

@@ -155,6 +155,47 @@ def test_grouped_attention_is_eagers_arithmetic(dtype, heads, kv_heads, block_by
     assert torch.equal(a, b) and w is None
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("scaling", [0.125, 1 / 3, 2.0])
+@pytest.mark.parametrize("kind", ["trie", "first-column", "none", "all-visible"])
+def test_grouped_attentions_shortcuts_are_bit_exact(dtype, scaling, kind, monkeypatch):
+    """EXACT_SHORTCUTS (a power-of-two scaling on the queries, the mask added from its first non-zero column) give
+    eager's result bit for bit, whatever the mask: a scorer's (cached prefix visible, a trie after it), one masked
+    in its first column, none, or all zero; and a mask changed in place is read again."""
+    import torch
+    from transformers.models.llama.modeling_llama import eager_attention_forward
+
+    from workbench.models import plain
+    from workbench.models.plain import grouped_attention
+
+    class Attn(torch.nn.Module):
+        num_key_value_groups = 3
+
+    torch.manual_seed(1)
+    dt = getattr(torch, dtype)
+    q = (4 * torch.randn(1, 21, 9, 64, dtype=dt)).transpose(1, 2)
+    k, v = 4 * torch.randn(1, 3, 60, 64, dtype=dt), torch.randn(1, 3, 60, 64, dtype=dt)
+    neg = torch.finfo(dt).min
+    mask = torch.zeros(1, 1, 21, 60, dtype=dt)
+    if kind == "trie":  # 39 cached keys every query sees, then causal over this forward's 21
+        mask[0, 0, :, 39:] = torch.full((21, 21), neg, dtype=dt).triu(1)
+    elif kind == "first-column":
+        mask[..., 0] = neg
+    mask = None if kind == "none" else mask
+    monkeypatch.setattr(plain, "SOFTMAX_BLOCK_BYTES", 4 * 9 * 60 * 5)  # blocks of 5 rows
+    a, _ = eager_attention_forward(Attn().eval(), q, k, v, mask, scaling=scaling)
+    b, _ = grouped_attention(Attn().eval(), q, k, v, mask, scaling=scaling)
+    monkeypatch.setattr(plain, "EXACT_SHORTCUTS", False)
+    c, _ = grouped_attention(Attn().eval(), q, k, v, mask, scaling=scaling)
+    assert torch.equal(a, b) and torch.equal(a, c)
+    if mask is not None:
+        monkeypatch.setattr(plain, "EXACT_SHORTCUTS", True)
+        mask[..., 0] = neg  # in place: the zero columns are counted again
+        a, _ = eager_attention_forward(Attn().eval(), q, k, v, mask, scaling=scaling)
+        b, _ = grouped_attention(Attn().eval(), q, k, v, mask, scaling=scaling)
+        assert torch.equal(a, b)
+
+
 @pytest.mark.game
 @pytest.mark.integration
 def test_the_plain_path_replays_a_committed_bf16_run_bit_for_bit():

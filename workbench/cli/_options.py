@@ -142,12 +142,14 @@ def add_dtype(p: argparse.ArgumentParser, default: str | None = "float32",
 
 def add_device(p: argparse.ArgumentParser) -> None:
     """``--device``: where this command's models run (checked before anything is loaded or written); ``--forward``:
-    how a step no instrument hooks runs (inherited by worker processes, as the device is)."""
+    how a step that no instrument hooks, or only the attention capture watches, runs (inherited by worker processes,
+    as the device is)."""
     p.add_argument("--device", default=None, help=DEVICE_HELP)
     p.add_argument("--forward", default=None, choices=("auto", "bridge"),
-                   help="an unhooked step through the plain transformers model on the bridge's weights (auto, the "
-                   "default: the same scores, faster) or through the TransformerLens bridge like a hooked one "
-                   "(bridge); hooked steps always use the bridge")
+                   help="a step no instrument hooks, or only the attention capture watches (its read-only taps), "
+                   "through the plain transformers model on the bridge's weights (auto, the default: the same scores "
+                   "and rows, faster) or through the TransformerLens bridge (bridge); a head mask or a hook_pattern "
+                   "reader always uses the bridge")
 
 
 def add_decode(p: argparse.ArgumentParser, help: str, default: str | None = "score") -> None:

@@ -13,6 +13,7 @@ for good, not per forward): where one has, the forward must go through the bridg
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -86,6 +87,31 @@ def _strip(name: str) -> str:
 GROUPED = "workbench_grouped"
 #: The fp32 softmax of :func:`grouped_attention` runs over blocks of query rows of at most this many bytes (ours).
 SOFTMAX_BLOCK_BYTES = 2 << 20
+#: On the CPU path of :func:`grouped_attention`, skip work whose result is known bit for bit (ours): a power-of-two
+#: ``scaling`` multiplies the queries before the product instead of every score after it, and the mask is added only
+#: from its first key column that is not zero for every query (a scorer step's cached prefix is visible to all).
+#: False runs eager's order of operations over every score (``benchmarks/step_limit.py``'s ``plain-all-ops`` arm).
+EXACT_SHORTCUTS = True
+
+
+def _power_of_two(x: float) -> bool:
+    """Whether multiplying by ``x`` only shifts the exponent (exact in binary floating point, short of underflow)."""
+    return x > 0 and math.frexp(x)[0] == 0.5
+
+
+def _zero_columns(mask: torch.Tensor) -> int:
+    """How many leading key columns of ``mask`` are 0 for every query (adding them changes no score), computed
+    once per mask tensor and version: every layer of a forward gets the same mask."""
+    seen = getattr(mask, "_workbench_zero_columns", None)
+    if seen is not None and seen[0] == mask._version:
+        return seen[1]
+    hit = mask.ne(0).reshape(-1, mask.shape[-1]).any(0).nonzero()
+    z = int(hit[0, 0]) if len(hit) else mask.shape[-1]
+    try:
+        mask._workbench_zero_columns = (mask._version, z)
+    except (AttributeError, RuntimeError):  # pragma: no cover - a tensor subclass without attributes
+        pass
+    return z
 
 
 def grouped_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
@@ -96,8 +122,10 @@ def grouped_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value
     of one product against that head's keys, so the cache is never copied ``n_rep`` times (``repeat_kv`` copies every
     cached key and value of every layer at every step: most of a bf16 step's memory traffic); on the CPU the scaling,
     mask and fp32 softmax run in place over blocks of query rows (:data:`SOFTMAX_BLOCK_BYTES`), the same arithmetic
-    per row. Soft-capping and sinks (Gemma 2, GPT-OSS) go to the family's own eager function. Returns no attention weights (nothing reads them
-    on this path). The taps of :func:`attention_taps` read the layer's query and keys first."""
+    per row, skipping what is known bit for bit (:data:`EXACT_SHORTCUTS`: a power-of-two scaling applied to the
+    queries, the mask added from its first non-zero key column). Soft-capping and sinks (Gemma 2, GPT-OSS) go to the
+    family's own eager function. Returns no attention weights (nothing reads them on this path). The taps of
+    :func:`attention_taps` read the layer's query and keys first."""
     _run_taps(module, query, key, scaling)
     if kwargs.get("softcap") is not None or kwargs.get("s_aux") is not None or getattr(module, "sinks", None) is not None:
         import sys
@@ -108,9 +136,13 @@ def grouped_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value
     kv_heads, n_keys = key.shape[1], key.shape[2]
     groups = n_heads // kv_heads
     q = query.reshape(b, kv_heads, groups * n, d)  # heads h = kv * groups + j, as repeat_kv orders them
-    weights = torch.matmul(q, key.transpose(2, 3)).view(b, n_heads, n, n_keys)
     mask = attention_mask[:, :, :, :n_keys] if attention_mask is not None else None
-    if weights.device.type != "cpu" or (mask is not None and (mask.dtype != weights.dtype or mask.shape[2] != n)):
+    whole = query.device.type != "cpu" or (mask is not None and (mask.dtype != query.dtype or mask.shape[2] != n))
+    prescale = not whole and EXACT_SHORTCUTS and _power_of_two(scaling)
+    if prescale:  # (q * 2^k) . K == (q . K) * 2^k bit for bit, in fp32 and bf16 alike: one pass over q, not the scores
+        q = q * scaling
+    weights = torch.matmul(q, key.transpose(2, 3)).view(b, n_heads, n, n_keys)
+    if whole:
         # a GPU: one kernel each over the whole tensor; a mask of another dtype: eager's sum promotes; a mask
         # broadcast over the queries: no rows to cut
         weights = weights * scaling
@@ -121,11 +153,15 @@ def grouped_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value
         # eager's (elementwise, and a softmax per row), but the fp32 copy of a long prompt's scores (29 MiB for 900
         # tokens of SmolLM2) is never made whole: a block stays in the core's cache
         rows = max(1, SOFTMAX_BLOCK_BYTES // (4 * b * n_heads * n_keys))
+        z = 0
+        if mask is not None and EXACT_SHORTCUTS:
+            z = min(_zero_columns(attention_mask), n_keys)  # x + 0 == x: the cached prefix every query sees
         for i in range(0, n, rows):
             block = weights[:, :, i:i + rows]
-            block.mul_(scaling)
-            if mask is not None:
-                block.add_(mask[:, :, i:i + rows])
+            if not prescale:
+                block.mul_(scaling)
+            if mask is not None and z < n_keys:
+                block[..., z:].add_(mask[:, :, i:i + rows, z:])
             block.copy_(torch.nn.functional.softmax(block, dim=-1, dtype=torch.float32))
     weights = torch.nn.functional.dropout(weights, p=dropout, training=module.training)
     out = torch.matmul(weights.view(b, kv_heads, groups * n, n_keys), value).view(b, n_heads, n, -1)
