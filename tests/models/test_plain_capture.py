@@ -92,10 +92,11 @@ def test_capture_prompt_runs_on_either_path_with_the_same_rows(tiny):
         assert (rows - ref).abs().max().item() < 1e-6, (arch, heads)
 
 
-@pytest.mark.parametrize("arch,tol", [("llama", 0.0), ("gemma2", 0.0), ("phi3", 2e-5)])
+@pytest.mark.parametrize("arch,tol", [("llama", 1e-6), ("gemma2", 1e-6), ("phi3", 2e-5)])
 def test_bf16_rows_on_the_plain_path_are_the_bridges(arch, tol):
-    """In bf16 the rows are the same fp32 product of the model's bf16 q and K on both paths; a fused-QKV bridge
-    (Phi-3) hands out its bf16 scores where the tap multiplies in fp32."""
+    """In bf16 the rows are the same fp32 product of the model's bf16 q and K on both paths (one product per kv head
+    on the plain path, two on the bridge's: equal here, within fp32 rounding elsewhere); a fused-QKV bridge (Phi-3)
+    hands out its bf16 scores where the tap multiplies in fp32."""
     lm, tok = _wrap(arch, torch.bfloat16)
     bridge = _captured_episode(lm, tok, "bridge")
     plain = _captured_episode(lm, tok, "auto")
@@ -154,8 +155,42 @@ def test_a_forward_that_raises_leaves_the_scorer_scoring_correctly(forward):
     with pytest.raises(KeyboardInterrupt):
         scorer.score(*steps[1], CANDIDATES, hooks=[(cap.hooks()[-1][0], boom)], on_layout=cap.on_layout)
     assert scorer.cache is None  # dropped, not left with layer 0's keys of the failed step
+    assert cap.rows is None and cap.steps == []
     got = scorer.score(*steps[2], CANDIDATES)
     assert got.scores == ref.score(*steps[2], CANDIDATES).scores
+
+
+@pytest.mark.parametrize("forward", ["auto", "bridge"])
+def test_a_step_that_raises_after_the_capture_is_taken_back(forward, monkeypatch):
+    """The capture has its rows once the last selected layer ran; a raise later in the forward (the log-softmax, an
+    interrupt) discards the step: the scorer drops its cache and the capture forgets the step it recorded."""
+    from workbench.models import scoring
+
+    lm, tok = _wrap("llama")
+    steps = _steps(tok)
+    scorer = ActionScorer(lm, forward=forward)
+    cap = AttentionCapture(lm, [(0, 1)], scorer=scorer)
+    scorer.score(*steps[0], CANDIDATES, hooks=cap.hooks(), on_layout=cap.on_layout)
+    first = cap.rows
+    monkeypatch.setattr(scoring, "log_softmax_rows", lambda logits: (_ for _ in ()).throw(KeyboardInterrupt()))
+    with pytest.raises(KeyboardInterrupt):
+        scorer.score(*steps[1], CANDIDATES, hooks=cap.hooks(), on_layout=cap.on_layout)
+    assert len(cap.steps) == 1 and cap.steps[0].rows is first and cap.rows is None and scorer.cache is None
+    monkeypatch.undo()
+    scorer.score(*steps[1], CANDIDATES, hooks=cap.hooks(), on_layout=cap.on_layout)
+    assert len(cap.steps) == 2 and cap.rows is not None
+
+
+def test_a_tap_that_writes_raises():
+    lm, tok = _wrap("llama")
+    scorer = ActionScorer(lm, forward="auto")
+
+    def hook(t, hook):
+        return None
+
+    hook.plain_tap = (0, lambda q, k, s: q.mul_(1.0))
+    with pytest.raises(RuntimeError, match="taps only read"):
+        scorer.score(*_steps(tok)[0], CANDIDATES, hooks=[("blocks.0.attn.hook_rot_q", hook)])
 
 
 def test_a_tap_whose_layer_never_runs_names_the_bridge():
@@ -181,13 +216,16 @@ def test_taps_see_the_cached_keys_first_and_only_read():
 
     def tap(q, k, scaling):
         seen.setdefault("shapes", []).append((tuple(q.shape), tuple(k.shape), scaling))
+        seen["first_keys"] = k[:, :, :n_cached].clone()
 
     def hook(t, hook):
         return None
 
     hook.plain_tap = (1, tap)
+    cached = scorer.cache.layers[1].keys.clone()  # layer 1's keys of the prefix, before this step appends its own
     res = scorer.score(*steps[1], CANDIDATES, hooks=[("blocks.1.attn.hook_rot_q", hook)])
     [(qs, ks, scaling)] = seen["shapes"]
+    assert torch.equal(seen["first_keys"], cached)
     n_q = res.layout.n_queries
     assert qs == (1, lm.n_heads, n_q, lm.d_head) and ks == (1, lm.n_key_value_heads, n_cached + n_q, lm.d_head)
     assert scaling == pytest.approx(lm.d_head ** -0.5)
@@ -206,6 +244,14 @@ def test_attention_taps_are_off_outside_their_block():
     assert calls == [0] and fired == {0}
     plain(input_ids=ids)
     assert calls == [0]
+    # stop_after: the forward ends once that layer's taps ran; a later layer's never do
+    from workbench.models.plain import StopForward
+
+    with pytest.raises(StopForward):
+        with attention_taps({0: [lambda q, k, s: calls.append(0)], 1: [lambda q, k, s: calls.append(1)]},
+                            stop_after=0) as fired:
+            plain(input_ids=ids)
+    assert calls == [0, 0] and fired == {0}
 
 
 @pytest.mark.game

@@ -155,45 +155,70 @@ def test_grouped_attention_is_eagers_arithmetic(dtype, heads, kv_heads, block_by
     assert torch.equal(a, b) and w is None
 
 
-@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
 @pytest.mark.parametrize("scaling", [0.125, 1 / 3, 2.0])
 @pytest.mark.parametrize("kind", ["trie", "first-column", "none", "all-visible"])
-def test_grouped_attentions_shortcuts_are_bit_exact(dtype, scaling, kind, monkeypatch):
-    """EXACT_SHORTCUTS (a power-of-two scaling on the queries, the mask added from its first non-zero column) give
-    eager's result bit for bit, whatever the mask: a scorer's (cached prefix visible, a trie after it), one masked
-    in its first column, none, or all zero; and a mask changed in place is read again."""
+@pytest.mark.parametrize("batch", [1, 2])
+def test_grouped_attention_shortcuts_are_bit_exact(dtype, scaling, kind, batch, monkeypatch):
+    """EXACT_SHORTCUTS (a power-of-two scaling on fp32 / bf16 queries, the mask added after the prefix the caller
+    declares visible) give eager's result bit for bit: a scorer's mask (39 cached keys every query sees, then causal),
+    one masked in its first column, none, all zero; one or two sequences; fp16, whose queries are not pre-scaled (its
+    exponent range is too small). A declared prefix that is not visible would change the result: the shortcut is in
+    effect."""
     import torch
     from transformers.models.llama.modeling_llama import eager_attention_forward
 
     from workbench.models import plain
-    from workbench.models.plain import grouped_attention
+    from workbench.models.plain import grouped_attention, visible_prefix
 
     class Attn(torch.nn.Module):
         num_key_value_groups = 3
 
     torch.manual_seed(1)
     dt = getattr(torch, dtype)
-    q = (4 * torch.randn(1, 21, 9, 64, dtype=dt)).transpose(1, 2)
-    k, v = 4 * torch.randn(1, 3, 60, 64, dtype=dt), torch.randn(1, 3, 60, 64, dtype=dt)
+    q = (4 * torch.randn(batch, 21, 9, 64, dtype=dt)).transpose(1, 2)
+    k, v = 4 * torch.randn(batch, 3, 60, 64, dtype=dt), torch.randn(batch, 3, 60, 64, dtype=dt)
     neg = torch.finfo(dt).min
-    mask = torch.zeros(1, 1, 21, 60, dtype=dt)
-    if kind == "trie":  # 39 cached keys every query sees, then causal over this forward's 21
-        mask[0, 0, :, 39:] = torch.full((21, 21), neg, dtype=dt).triu(1)
+    mask = torch.zeros(batch, 1, 21, 60, dtype=dt)
+    visible = {"trie": 39, "first-column": 0, "none": 60, "all-visible": 60}[kind]
+    if kind == "trie":
+        mask[:, 0, :, 39:] = torch.full((21, 21), neg, dtype=dt).triu(1)
     elif kind == "first-column":
         mask[..., 0] = neg
     mask = None if kind == "none" else mask
-    monkeypatch.setattr(plain, "SOFTMAX_BLOCK_BYTES", 4 * 9 * 60 * 5)  # blocks of 5 rows
+    monkeypatch.setattr(plain, "SOFTMAX_BLOCK_BYTES", 4 * batch * 9 * 60 * 5)  # blocks of 5 rows
     a, _ = eager_attention_forward(Attn().eval(), q, k, v, mask, scaling=scaling)
-    b, _ = grouped_attention(Attn().eval(), q, k, v, mask, scaling=scaling)
+    with visible_prefix(visible):
+        b, _ = grouped_attention(Attn().eval(), q, k, v, mask, scaling=scaling)
     monkeypatch.setattr(plain, "EXACT_SHORTCUTS", False)
     c, _ = grouped_attention(Attn().eval(), q, k, v, mask, scaling=scaling)
     assert torch.equal(a, b) and torch.equal(a, c)
-    if mask is not None:
+    if kind == "first-column":  # declared visible, it is not: the mask's first column is skipped
         monkeypatch.setattr(plain, "EXACT_SHORTCUTS", True)
-        mask[..., 0] = neg  # in place: the zero columns are counted again
-        a, _ = eager_attention_forward(Attn().eval(), q, k, v, mask, scaling=scaling)
-        b, _ = grouped_attention(Attn().eval(), q, k, v, mask, scaling=scaling)
-        assert torch.equal(a, b)
+        with visible_prefix(1):
+            d, _ = grouped_attention(Attn().eval(), q, k, v, mask, scaling=scaling)
+        assert not torch.equal(a, d)
+
+
+def test_a_power_of_two_scaling_is_applied_to_fp32_and_bf16_queries_only(monkeypatch):
+    import torch
+
+    from workbench.models import plain
+
+    calls = []
+    real = torch.matmul
+    monkeypatch.setattr(torch, "matmul", lambda x, y: calls.append(x) or real(x, y))
+
+    class Attn(torch.nn.Module):
+        num_key_value_groups = 1
+
+    for dtype, prescaled in ((torch.float32, True), (torch.bfloat16, True), (torch.float16, False)):
+        q = torch.ones(1, 2, 3, 8, dtype=dtype)
+        k = v = torch.ones(1, 2, 5, 8, dtype=dtype)
+        calls.clear()
+        plain.grouped_attention(Attn().eval(), q, k, v, torch.zeros(1, 1, 3, 5, dtype=dtype), scaling=0.25)
+        assert (calls[0].flatten()[0].item() == 0.25) == prescaled, dtype
+    assert plain._power_of_two(0.125) and plain._power_of_two(2.0) and not plain._power_of_two(1 / 3)
 
 
 @pytest.mark.game

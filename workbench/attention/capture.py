@@ -150,6 +150,7 @@ class AttentionCapture:
         self.scorer = scorer
         self.keep_steps = keep_steps
         self.last_path = ""  # the path capture_prompt took last: "plain" or "bridge"
+        self._prompt_scorer: Any = None  # capture_prompt's way to the plain path when no scorer is given
         self._windows = _layer_windows(lm)
         self._softcap = {layer: self._layer_softcap(layer) for layer in self.heads.layers}
         # fused-QKV bridges (Phi-3, GPT-NeoX) rebuild attention themselves and fire no rotary hooks: there the row
@@ -183,6 +184,8 @@ class AttentionCapture:
         self.steps: list[CapturedStep] = []
         self.rows: Float[Tensor, "n_selected key_pos"] | None = None
         self._layout: ForwardLayout | None = None
+        self._past: Any = None
+        self._recorded: CapturedStep | None = None  # the step the current forward recorded (a raise takes it back)
 
     def hooks(self) -> list[tuple[str, Callable]]:
         """TransformerLens ``(hook_name, fn)`` pairs for ``scorer.score(hooks=...)``.
@@ -201,8 +204,16 @@ class AttentionCapture:
                          (f"blocks.{layer}.attn.hook_rot_k", self._key_hook(layer))]
             for name, fn in pairs:
                 fn.plain_tap = tap  # type: ignore[attr-defined]
+                fn.on_abort = self._abort  # type: ignore[attr-defined]
                 out.append((name, fn))
         return out
+
+    def _abort(self) -> None:
+        """The scorer's forward raised (its cache is dropped): forget this step, rows recorded from it included."""
+        if self._recorded and self.steps and self.steps[-1] is self._recorded:
+            self.steps.pop()
+        self.rows, self._recorded = None, None
+        self._layout, self._past = None, None
 
     def _tap(self, layer: int) -> Callable[[Tensor, Tensor, float], None]:
         """The plain path's read of one layer: q_t's query heads against the prompt's keys (cached ones first),
@@ -273,6 +284,7 @@ class AttentionCapture:
                 "read the cached keys"
             )
         self._layout = layout
+        self.rows, self._recorded = None, None  # until this step's rows are complete
         needs_past = layout.n_cached > 0 and not all(self._from_scores.values())
         self._past = self._scorer_cache() if needs_past else None
         # q_t's row for every selected head, filled layer by layer during the forward.
@@ -341,7 +353,8 @@ class AttentionCapture:
         # Rows accumulate over an episode: keep them in host memory, off the accelerator.
         self.rows = self._pending_rows.cpu()
         if self.keep_steps:
-            self.steps.append(CapturedStep(rows=self.rows, prompt_len=lay.prompt_len, n_cached=lay.n_cached))
+            self._recorded = CapturedStep(rows=self.rows, prompt_len=lay.prompt_len, n_cached=lay.n_cached)
+            self.steps.append(self._recorded)
         self._layout, self._past = None, None
 
     def _plain_path(self) -> Any:
@@ -349,10 +362,11 @@ class AttentionCapture:
         on), or None where it keeps the bridge."""
         from workbench.models.scoring import ActionScorer
 
-        scorer = self.scorer if isinstance(self.scorer, ActionScorer) else None
-        if scorer is None:
-            scorer = self._prompt_scorer = getattr(self, "_prompt_scorer", None) or ActionScorer(self.lm)
-        return scorer.plain_path()
+        if isinstance(self.scorer, ActionScorer):
+            return self.scorer.plain_path()
+        if self._prompt_scorer is None:
+            self._prompt_scorer = ActionScorer(self.lm)
+        return self._prompt_scorer.plain_path()
 
     @torch.no_grad()
     def capture_prompt(self, token_ids: Sequence[int]) -> Float[Tensor, "n_selected key_pos"]:
@@ -369,13 +383,13 @@ class AttentionCapture:
         n = len(token_ids)
         if n == 0:
             raise ValueError("capture_prompt needs at least one token")
-        self.on_layout(ForwardLayout(n_cached=0, n_new_prefix=n - 1, n_suffix=1, query_index=n - 1,
-                                     prompt_len=n, candidate_slices=()))
         device = next(self.lm.hf_model.parameters()).device
         inp = torch.tensor([list(token_ids)], device=device)
         last = max(self.heads.layers)
-        plain = self._plain_path()
         try:
+            plain = self._plain_path()
+            self.on_layout(ForwardLayout(n_cached=0, n_new_prefix=n - 1, n_suffix=1, query_index=n - 1,
+                                         prompt_len=n, candidate_slices=()))
             if plain is not None:
                 # the plain model's decoder stack, its taps reading each selected layer; it stops once the last
                 # one has (no later layer, no logits), as the bridge's stop_at_layer does
@@ -396,7 +410,7 @@ class AttentionCapture:
                     self.lm.bridge(inp, stop_at_layer=last + 1)
                 self.last_path = "bridge"
         except BaseException:
-            self._layout = None
+            self._abort()
             raise
         if self._layout is not None:
             raise RuntimeError("the forward ended before every selected layer was captured")

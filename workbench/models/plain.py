@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 __all__ = ["plain_model", "bridge_hooked", "PlainModelError", "grouped_attention", "GROUPED", "attention_taps",
-           "AttentionTap", "StopForward"]
+           "AttentionTap", "StopForward", "visible_prefix"]
 
 #: A read-only look at one layer's attention inputs on the plain path: ``tap(query, key, scaling)`` with the
 #: post-RoPE ``query`` ``[batch, head, query_pos, d_head]`` of this forward and ``key`` ``[batch, kv_head,
@@ -50,7 +50,9 @@ def attention_taps(taps: Mapping[int, Sequence[AttentionTap]], stop_after: int |
     """Hand each layer's attention inputs to ``taps[layer]`` during the plain model's forwards in this block (the
     bridge's ``hook_rot_q`` / ``hook_rot_k`` without the bridge). Yields the set of layers whose taps fired, filled
     as the forward runs, so the caller can check that none was missed. ``stop_after``: raise :class:`StopForward`
-    once that layer's taps have run (a capture that needs no later layer and no logits)."""
+    once that layer's taps have run (a capture that needs no later layer and no logits). Blocks do not nest: an inner
+    block's taps replace the outer one's while it lasts (a scorer step enters one only when some hook is a tap).
+    A tap must only read: one that writes to the query or keys it is handed raises."""
     state = _Taps(taps, stop_after)
     token = _ACTIVE.set(state)
     try:
@@ -66,8 +68,12 @@ def _run_taps(module: Any, query: torch.Tensor, key: torch.Tensor, scaling: floa
     layer = getattr(module, "layer_idx", None)
     fns = state.taps.get(layer)
     if fns:
+        versions = query._version, key._version
         for fn in fns:
             fn(query, key, scaling)
+        if (query._version, key._version) != versions:
+            raise RuntimeError(f"a tap of layer {layer} wrote to the query or keys it was handed: taps only read "
+                               "(copy what you need)")
         state.fired.add(layer)
     if state.stop_after is not None and layer == state.stop_after:
         raise StopForward(layer)
@@ -88,8 +94,9 @@ GROUPED = "workbench_grouped"
 #: The fp32 softmax of :func:`grouped_attention` runs over blocks of query rows of at most this many bytes (ours).
 SOFTMAX_BLOCK_BYTES = 2 << 20
 #: On the CPU path of :func:`grouped_attention`, skip work whose result is known bit for bit (ours): a power-of-two
-#: ``scaling`` multiplies the queries before the product instead of every score after it, and the mask is added only
-#: from its first key column that is not zero for every query (a scorer step's cached prefix is visible to all).
+#: ``scaling`` multiplies fp32 / bf16 queries before the product instead of every score after it, and the mask is
+#: added only after the key columns a caller declares visible to every query (:func:`visible_prefix`: the scorer's
+#: cached prefix).
 #: False runs eager's order of operations over every score (``benchmarks/step_limit.py``'s ``plain-all-ops`` arm).
 EXACT_SHORTCUTS = True
 
@@ -99,19 +106,19 @@ def _power_of_two(x: float) -> bool:
     return x > 0 and math.frexp(x)[0] == 0.5
 
 
-def _zero_columns(mask: torch.Tensor) -> int:
-    """How many leading key columns of ``mask`` are 0 for every query (adding them changes no score), computed
-    once per mask tensor and version: every layer of a forward gets the same mask."""
-    seen = getattr(mask, "_workbench_zero_columns", None)
-    if seen is not None and seen[0] == mask._version:
-        return seen[1]
-    hit = mask.ne(0).reshape(-1, mask.shape[-1]).any(0).nonzero()
-    z = int(hit[0, 0]) if len(hit) else mask.shape[-1]
+_VISIBLE: ContextVar[int] = ContextVar("workbench_visible_prefix", default=0)
+
+
+@contextmanager
+def visible_prefix(n_keys: int) -> Iterator[None]:
+    """Tell :func:`grouped_attention` that in this block's forwards the mask is 0 over the first ``n_keys`` key
+    columns for every query (a scorer step's cached prefix, which every query sees: the scorer builds that mask and
+    says so; nothing is inferred from the mask), so the mask is added from column ``n_keys`` on only."""
+    token = _VISIBLE.set(max(0, int(n_keys)))
     try:
-        mask._workbench_zero_columns = (mask._version, z)
-    except (AttributeError, RuntimeError):  # pragma: no cover - a tensor subclass without attributes
-        pass
-    return z
+        yield
+    finally:
+        _VISIBLE.reset(token)
 
 
 def grouped_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
@@ -123,7 +130,7 @@ def grouped_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value
     cached key and value of every layer at every step: most of a bf16 step's memory traffic); on the CPU the scaling,
     mask and fp32 softmax run in place over blocks of query rows (:data:`SOFTMAX_BLOCK_BYTES`), the same arithmetic
     per row, skipping what is known bit for bit (:data:`EXACT_SHORTCUTS`: a power-of-two scaling applied to the
-    queries, the mask added from its first non-zero key column). Soft-capping and sinks (Gemma 2, GPT-OSS) go to the
+    queries, the mask added after the prefix a caller declares visible, :func:`visible_prefix`). Soft-capping and sinks (Gemma 2, GPT-OSS) go to the
     family's own eager function. Returns no attention weights (nothing reads them on this path). The taps of
     :func:`attention_taps` read the layer's query and keys first."""
     _run_taps(module, query, key, scaling)
@@ -138,8 +145,11 @@ def grouped_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value
     q = query.reshape(b, kv_heads, groups * n, d)  # heads h = kv * groups + j, as repeat_kv orders them
     mask = attention_mask[:, :, :, :n_keys] if attention_mask is not None else None
     whole = query.device.type != "cpu" or (mask is not None and (mask.dtype != query.dtype or mask.shape[2] != n))
-    prescale = not whole and EXACT_SHORTCUTS and _power_of_two(scaling)
-    if prescale:  # (q * 2^k) . K == (q . K) * 2^k bit for bit, in fp32 and bf16 alike: one pass over q, not the scores
+    # (q * 2^k) . K == (q . K) * 2^k bit for bit in fp32 and bf16 (an exponent shift, short of underflow: below
+    # 2^-120 there); not in fp16, whose small exponent range makes scaled queries subnormal
+    prescale = (not whole and EXACT_SHORTCUTS and query.dtype in (torch.float32, torch.bfloat16, torch.float64)
+                and _power_of_two(scaling))
+    if prescale:  # one pass over q, not over the scores
         q = q * scaling
     weights = torch.matmul(q, key.transpose(2, 3)).view(b, n_heads, n, n_keys)
     if whole:
@@ -153,9 +163,8 @@ def grouped_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value
         # eager's (elementwise, and a softmax per row), but the fp32 copy of a long prompt's scores (29 MiB for 900
         # tokens of SmolLM2) is never made whole: a block stays in the core's cache
         rows = max(1, SOFTMAX_BLOCK_BYTES // (4 * b * n_heads * n_keys))
-        z = 0
-        if mask is not None and EXACT_SHORTCUTS:
-            z = min(_zero_columns(attention_mask), n_keys)  # x + 0 == x: the cached prefix every query sees
+        # x + 0 == x (up to the sign of a zero, which no softmax sees): the cached prefix every query sees
+        z = min(_VISIBLE.get(), n_keys) if EXACT_SHORTCUTS else 0
         for i in range(0, n, rows):
             block = weights[:, :, i:i + rows]
             if not prescale:

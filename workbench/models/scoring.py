@@ -24,7 +24,8 @@ architectures of the matrix (``TESTED_ARCHITECTURES``) take it; any other keeps 
 (``--forward bridge``, ``WORKBENCH_FORWARD=bridge``) sends every step through the bridge.
 
 A forward that raises (a hook, a tap, an interrupt) drops the cached prefix: some layers would already hold this
-step's keys. The next step recomputes the prefix.
+step's keys. The next step recomputes the prefix; each hook's ``on_abort`` (the capture's) is called so the
+instrument forgets the step.
 """
 
 from __future__ import annotations
@@ -37,10 +38,11 @@ import torch
 from transformers import DynamicCache
 
 from workbench.models.loading import TESTED_ARCHITECTURES, LoadedModel
-from workbench.models.plain import AttentionTap, PlainModelError, attention_taps, bridge_hooked, plain_model
+from workbench.models.plain import (AttentionTap, PlainModelError, attention_taps, bridge_hooked, plain_model,
+                                    visible_prefix)
 
-__all__ = ["ForwardLayout", "ScoreResult", "WriteResult", "ActionScorer", "common_prefix_len", "sliding_windows", "FORWARDS",
-           "default_forward", "set_default_forward", "log_softmax_rows", "plain_taps", "check_taps_fired"]
+__all__ = ["ForwardLayout", "ScoreResult", "WriteResult", "ActionScorer", "common_prefix_len", "sliding_windows",
+           "FORWARDS", "default_forward", "set_default_forward", "log_softmax_rows", "plain_taps", "check_taps_fired"]
 
 #: How an unhooked step runs: ``auto`` (the plain model on the bridge's weights) or ``bridge`` (always the bridge).
 FORWARDS = ("auto", "bridge")
@@ -451,9 +453,14 @@ class ActionScorer:
         try:
             if plain is not None:
                 kwargs.pop("return_type")
-                with attention_taps(taps) as fired:
-                    out = plain(input_ids=inp, use_cache=True, **kwargs)
-                check_taps_fired(taps, fired)
+                # every query sees the whole cached prefix unless a sliding window masks part of it
+                with visible_prefix(n_cached if self._windows is None else 0):
+                    if taps:
+                        with attention_taps(taps) as fired:
+                            out = plain(input_ids=inp, use_cache=True, **kwargs)
+                        check_taps_fired(taps, fired)
+                    else:
+                        out = plain(input_ids=inp, use_cache=True, **kwargs)
                 logits, cache = out.logits, out.past_key_values
                 self.last_path = "plain"
             elif hooks:
@@ -463,17 +470,19 @@ class ActionScorer:
             else:
                 logits, cache = bridge(inp, **kwargs)
                 self.last_path = "bridge"
+            # fp32 whatever the model's dtype: a bf16 log-softmax over the vocabulary (8-bit mantissa, ~0.03 nats at
+            # log p ~ -4) would round close candidates to the same score.
+            logp = log_softmax_rows(logits[0])  # [rows, vocab]
+            # Keep only the prefix in the cache: suffix and candidates are per-step scratch.
+            cache.crop(len(prefix) - cache.get_seq_length())
         except BaseException:
-            # a hook, a tap or an interrupt that raised mid-forward leaves the cache with some layers' keys of
-            # this step appended in place: drop it (the next step recomputes the prefix) rather than crop a
-            # cache whose layers disagree
+            # a hook, a tap or an interrupt that raised mid-step leaves the cache with this step's keys appended in
+            # place (in some layers, or in all of them, uncropped): drop it (the next step recomputes the prefix)
+            # rather than crop a cache whose layers may disagree; the instruments forget the step (their on_abort)
             self.reset()
+            for abort in {id(a): a for _, fn in hooks or () if (a := getattr(fn, "on_abort", None))}.values():
+                abort()
             raise
-        # fp32 whatever the model's dtype: a bf16 log-softmax over the vocabulary (8-bit mantissa, ~0.03 nats at
-        # log p ~ -4) would round close candidates to the same score.
-        logp = log_softmax_rows(logits[0])  # [rows, vocab]
-        # Keep only the prefix in the cache: suffix and candidates are per-step scratch.
-        cache.crop(len(prefix) - cache.get_seq_length())
         self._cache = cache if self.reuse_cache else None
         self._cached = list(prefix) if self.reuse_cache else []
         return logp, layout
