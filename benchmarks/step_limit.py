@@ -284,9 +284,9 @@ def main() -> None:
 
     torch.set_num_threads(1)
     print(f"torch {torch.__version__}, CPU kernels: {torch.backends.cpu.get_cpu_capability()}, 1 thread")
-    states = steps_of(a.split, a.tasks, a.steps)
+    states = steps_of(a.split, a.tasks, a.steps) if a.dtypes else []
     report: dict = {"args": vars(a), "cpu_capability": torch.backends.cpu.get_cpu_capability(), "dtypes": {}}
-    for dtype in a.dtypes.split(","):
+    for dtype in [d for d in a.dtypes.split(",") if d]:  # --dtypes '': the sweep alone
         lm = load_model(a.model, dtype=dtype)
         report["allocator"] = allocator_state()
         print(f"allocator: {report['allocator']}")
