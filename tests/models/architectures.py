@@ -67,3 +67,22 @@ def build(name: str, seed: int = 0, device: str = "cpu"):
                 p.add_(0.3 * torch.randn_like(p))
     model.to(device)
     return model, copy.deepcopy(model), tok
+
+
+#: candidate commands the scorer tests score at every step
+CANDIDATES = ["go to shelf 2", "put mug 1 in/on shelf 2", "look", "go to desk 1"]
+
+
+def episode_steps(tok):
+    """Three prompts of an ALFWorld-like episode, each extending the last one's prefix (the cache is reused), as
+    (prefix, suffix); longer than the sliding windows (12 tokens)."""
+    head = tok("You are in the middle of a room. You see a desk 1, a shelf 2 and a drawer 3.\n"
+               "Your task is to: put a mug in shelf.\n", add_special_tokens=False).input_ids
+    end = tok("<|im_end|>\n<|im_start|>assistant\n", add_special_tokens=False).input_ids
+    body, out = list(head), []
+    for line in ("> go to desk 1\nOn the desk 1, you see a mug 1, a pen 2 and a laptop 1.\n",
+                 "> take mug 1 from desk 1\nYou pick up the mug 1 from the desk 1.\n",
+                 "> go to shelf 2\nOn the shelf 2, you see nothing.\n"):
+        body += tok(line, add_special_tokens=False).input_ids
+        out.append((list(body), end))
+    return out

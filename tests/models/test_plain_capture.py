@@ -12,28 +12,12 @@ import pytest
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from architectures import ARCHITECTURES, build  # noqa: E402
+from architectures import ARCHITECTURES, CANDIDATES, build, episode_steps  # noqa: E402
 
 from workbench.attention import AttentionCapture, mask_heads_hooks  # noqa: E402
 from workbench.models.loading import wrap  # noqa: E402
 from workbench.models.plain import attention_taps  # noqa: E402
 from workbench.models.scoring import ActionScorer, plain_taps  # noqa: E402
-
-CANDIDATES = ["go to shelf 2", "put mug 1 in/on shelf 2", "look", "go to desk 1"]
-
-
-def _steps(tok):
-    """Three prompts, each extending the last one's prefix (the cache is reused), as (prefix, suffix)."""
-    head = tok("You are in the middle of a room. Looking quickly around you, you see a desk 1, a shelf 2 and a "
-               "drawer 3.\nYour task is to: put a mug in shelf.\n", add_special_tokens=False).input_ids
-    end = tok("<|im_end|>\n<|im_start|>assistant\n", add_special_tokens=False).input_ids
-    body, out = list(head), []
-    for line in ("> go to desk 1\nOn the desk 1, you see a mug 1, a pen 2 and a laptop 1.\n",
-                 "> take mug 1 from desk 1\nYou pick up the mug 1 from the desk 1.\n",
-                 "> go to shelf 2\nOn the shelf 2, you see nothing.\n"):
-        body += tok(line, add_special_tokens=False).input_ids
-        out.append((list(body), end))
-    return out
 
 
 def _wrap(arch, dtype=torch.float32):
@@ -48,7 +32,7 @@ def _captured_episode(lm, tok, forward, heads="all", captures=1):
     caps = [AttentionCapture(lm, heads if k == 0 else [(lm.n_layers - 1, 0), (0, 1)], scorer=scorer)
             for k in range(captures)]
     out = []
-    for prefix, suffix in _steps(tok):
+    for prefix, suffix in episode_steps(tok):
         hooks = [h for c in caps for h in c.hooks()]
         res = scorer.score(prefix, suffix, CANDIDATES, hooks=hooks,
                            on_layout=lambda lay: [c.on_layout(lay) for c in caps])
@@ -70,7 +54,7 @@ def test_a_captured_step_runs_on_the_plain_path_with_the_bridges_rows_and_scores
         assert (pa, pb) == ("bridge", "plain"), arch
         assert b.reused_tokens == a.reused_tokens and (k == 0 or b.reused_tokens > 0)
         # the taps only read: the step scores as an unhooked plain step does, bit for bit
-        assert b.scores == unhooked.score(*_steps(tok)[k], CANDIDATES).scores, arch
+        assert b.scores == unhooked.score(*episode_steps(tok)[k], CANDIDATES).scores, arch
         assert max(abs(x - y) for x, y in zip(a.scores, b.scores)) < 1e-5, arch
         for ra, rb in zip(rows_a, rows_b):  # every head, and a second capture on overlapping layers
             assert ra.shape == rb.shape and rb.dtype == torch.float32
@@ -80,7 +64,7 @@ def test_a_captured_step_runs_on_the_plain_path_with_the_bridges_rows_and_scores
 
 def test_capture_prompt_runs_on_either_path_with_the_same_rows(tiny):
     arch, lm, tok = tiny
-    prefix, suffix = _steps(tok)[-1]
+    prefix, suffix = episode_steps(tok)[-1]
     tokens = prefix + suffix
     for heads in ("all", [(0, 1), (0, 3)]):  # every layer; the first only (the plain forward stops after it)
         plain = AttentionCapture(lm, heads)
@@ -108,7 +92,7 @@ def test_bf16_rows_on_the_plain_path_are_the_bridges(arch, tol):
 
 def test_write_taps_only_its_first_forward(tiny):
     arch, lm, tok = tiny
-    prefix, suffix = _steps(tok)[0]
+    prefix, suffix = episode_steps(tok)[0]
     scorer = ActionScorer(lm, forward="auto")
     cap = AttentionCapture(lm, "all", scorer=scorer)
     res = scorer.write(prefix, suffix, CANDIDATES, beam=2, hooks=cap.hooks(), on_layout=cap.on_layout)
@@ -120,7 +104,7 @@ def test_write_taps_only_its_first_forward(tiny):
 
 def test_a_capture_beside_a_head_mask_keeps_the_bridge():
     lm, tok = _wrap("llama")
-    prefix, suffix = _steps(tok)[0]
+    prefix, suffix = episode_steps(tok)[0]
     scorer = ActionScorer(lm, forward="auto")
     cap = AttentionCapture(lm, "all", scorer=scorer)
     masks = mask_heads_hooks([(1, 2)], lm.n_heads)
@@ -131,7 +115,7 @@ def test_a_capture_beside_a_head_mask_keeps_the_bridge():
 
 def test_a_hook_pattern_reader_keeps_the_bridge():
     lm, tok = _wrap("llama")
-    prefix, suffix = _steps(tok)[0]
+    prefix, suffix = episode_steps(tok)[0]
     scorer = ActionScorer(lm, forward="auto")
     seen = []
     scorer.score(prefix, suffix, CANDIDATES, hooks=[("blocks.0.attn.hook_pattern", lambda t, hook: seen.append(1))])
@@ -143,7 +127,7 @@ def test_a_forward_that_raises_leaves_the_scorer_scoring_correctly(forward):
     """A hook or tap that raises mid-forward used to leave this step's keys appended to the cached prefix of the
     layers before it: the next step then failed with a size mismatch. The scorer drops the cache instead."""
     lm, tok = _wrap("llama")
-    steps = _steps(tok)
+    steps = episode_steps(tok)
     scorer, ref = ActionScorer(lm, forward=forward), ActionScorer(lm, forward=forward)
     scorer.score(*steps[0], CANDIDATES)
     cap = AttentionCapture(lm, [(1, 0)], scorer=scorer)
@@ -167,7 +151,7 @@ def test_a_step_that_raises_after_the_capture_is_taken_back(forward, monkeypatch
     from workbench.models import scoring
 
     lm, tok = _wrap("llama")
-    steps = _steps(tok)
+    steps = episode_steps(tok)
     scorer = ActionScorer(lm, forward=forward)
     cap = AttentionCapture(lm, [(0, 1)], scorer=scorer)
     scorer.score(*steps[0], CANDIDATES, hooks=cap.hooks(), on_layout=cap.on_layout)
@@ -190,7 +174,7 @@ def test_a_tap_that_writes_raises():
 
     hook.plain_tap = (0, lambda q, k, s: q.mul_(1.0))
     with pytest.raises(RuntimeError, match="taps only read"):
-        scorer.score(*_steps(tok)[0], CANDIDATES, hooks=[("blocks.0.attn.hook_rot_q", hook)])
+        scorer.score(*episode_steps(tok)[0], CANDIDATES, hooks=[("blocks.0.attn.hook_rot_q", hook)])
 
 
 def test_a_tap_whose_layer_never_runs_names_the_bridge():
@@ -202,13 +186,13 @@ def test_a_tap_whose_layer_never_runs_names_the_bridge():
 
     hook.plain_tap = (7, lambda q, k, s: None)  # a layer this two-layer model does not have
     with pytest.raises(RuntimeError, match="--forward bridge"):
-        scorer.score(*_steps(tok)[0], CANDIDATES, hooks=[("blocks.0.attn.hook_rot_q", hook)])
+        scorer.score(*episode_steps(tok)[0], CANDIDATES, hooks=[("blocks.0.attn.hook_rot_q", hook)])
     assert scorer.cache is None
 
 
 def test_taps_see_the_cached_keys_first_and_only_read():
     lm, tok = _wrap("qwen2")
-    steps = _steps(tok)
+    steps = episode_steps(tok)
     scorer = ActionScorer(lm, forward="auto")
     scorer.score(*steps[0], CANDIDATES)
     n_cached = len(steps[0][0])
@@ -237,7 +221,7 @@ def test_attention_taps_are_off_outside_their_block():
 
     lm, tok = _wrap("llama")
     plain = plain_model(lm)
-    ids = torch.tensor([_steps(tok)[0][0]])
+    ids = torch.tensor([episode_steps(tok)[0][0]])
     calls = []
     with attention_taps({0: [lambda q, k, s: calls.append(0)]}) as fired:
         plain(input_ids=ids)

@@ -10,27 +10,11 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from architectures import ARCHITECTURES, build  # noqa: E402
+from architectures import ARCHITECTURES, CANDIDATES, build, episode_steps  # noqa: E402
 
 from workbench.models.loading import wrap  # noqa: E402
 from workbench.models.plain import bridge_hooked, plain_model  # noqa: E402
 from workbench.models.scoring import ActionScorer, default_forward, set_default_forward  # noqa: E402
-
-CANDIDATES = ["go to shelf 2", "put mug 1 in/on shelf 2", "look", "go to desk 1"]
-
-
-def _steps(tok):
-    """Three prompts, each extending the last one's prefix (the cache is reused), as (prefix, suffix)."""
-    head = tok("You are in the middle of a room. You see a desk 1, a shelf 2 and a drawer 3.\n"
-               "Your task is to: put a mug in shelf.\n", add_special_tokens=False).input_ids
-    end = tok("<|im_end|>\n<|im_start|>assistant\n", add_special_tokens=False).input_ids
-    body, out = list(head), []
-    for line in ("> go to desk 1\nOn the desk 1, you see a mug 1, a pen 2 and a laptop 1.\n",
-                 "> take mug 1 from desk 1\nYou pick up the mug 1 from the desk 1.\n",
-                 "> go to shelf 2\nOn the shelf 2, you see nothing.\n"):
-        body += tok(line, add_special_tokens=False).input_ids
-        out.append((list(body), end))
-    return out
 
 
 @pytest.fixture(scope="module", params=list(ARCHITECTURES))
@@ -42,7 +26,7 @@ def tiny(request):
 def test_the_plain_path_scores_every_architecture_exactly_as_the_bridge(tiny):
     arch, lm, tok = tiny
     bridge, plain = ActionScorer(lm, forward="bridge"), ActionScorer(lm, forward="auto")
-    for prefix, suffix in _steps(tok):
+    for prefix, suffix in episode_steps(tok):
         a = bridge.score(prefix, suffix, CANDIDATES)
         b = plain.score(prefix, suffix, CANDIDATES)
         assert (bridge.last_path, plain.last_path) == ("bridge", "plain")
@@ -65,7 +49,7 @@ def test_hooked_and_unhooked_steps_share_one_cache(tiny):
     ref, mixed = ActionScorer(lm, forward="bridge"), ActionScorer(lm, forward="auto")
     seen = []
     hook = ("blocks.0.attn.hook_pattern", lambda t, hook: seen.append(t.shape) or t)
-    for k, (prefix, suffix) in enumerate(_steps(tok)):
+    for k, (prefix, suffix) in enumerate(episode_steps(tok)):
         a = ref.score(prefix, suffix, CANDIDATES)
         b = mixed.score(prefix, suffix, CANDIDATES, hooks=[hook] if k % 2 else None)
         assert mixed.last_path == ("bridge" if k % 2 else "plain")
@@ -77,7 +61,7 @@ def test_a_hook_left_on_the_bridge_sends_the_step_through_it():
     model, _, tok = build("llama")
     lm = wrap(model, tok, name="tiny-llama", hf_id="tiny/llama")
     scorer = ActionScorer(lm)
-    prefix, suffix = _steps(tok)[0]
+    prefix, suffix = episode_steps(tok)[0]
     fired = []
     hp = lm.bridge.hook_dict["blocks.1.hook_resid_post"]
     assert not bridge_hooked(lm.bridge)
@@ -101,7 +85,7 @@ def test_the_forward_setting_is_checked_and_inherited(monkeypatch):
     model, _, tok = build("llama")
     lm = wrap(model, tok, name="tiny-llama", hf_id="tiny/llama")
     scorer = ActionScorer(lm)
-    scorer.score(*_steps(tok)[0], CANDIDATES)
+    scorer.score(*episode_steps(tok)[0], CANDIDATES)
     assert scorer.forward == "bridge" and scorer.last_path == "bridge"
     with pytest.raises(ValueError, match="expected one of auto, bridge"):
         set_default_forward("fast")
@@ -120,7 +104,7 @@ def test_the_packaged_agent_decides_the_same_on_the_plain_path(dtype):
     lm = load_model("smollm2-135m-instruct", dtype=dtype)
     tok = lm.tokenizer
     bridge, plain = ActionScorer(lm, forward="bridge"), ActionScorer(lm, forward="auto")
-    for prefix, suffix in _steps(tok):
+    for prefix, suffix in episode_steps(tok):
         a, b = bridge.score(prefix, suffix, CANDIDATES), plain.score(prefix, suffix, CANDIDATES)
         assert plain.last_path == "plain" and a.scores == b.scores
 
@@ -264,7 +248,7 @@ def test_an_architecture_outside_the_matrix_keeps_the_bridge():
     model.config._attn_implementation = "eager"
     lm = wrap(model, tok, name="tiny-gpt2", hf_id="tiny/gpt2")
     scorer = ActionScorer(lm, forward="auto")
-    scorer.score(*_steps(tok)[0], CANDIDATES)
+    scorer.score(*episode_steps(tok)[0], CANDIDATES)
     assert scorer.last_path == "bridge" and scorer._plain is False
 
 
