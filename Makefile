@@ -159,6 +159,10 @@ train-agent: install
 # ScienceWorld one under ScienceWorld's instructions and ReAct / ICL / Traj over its memory base. 240 updates x 3
 # visit 720 trajectory slots: about 480 ALFWorld ones, as v2's 160 x 3 (so ALFWorld keeps v2's share of training),
 # and about 240 ScienceWorld ones. Resumable (checkpoints every 5 updates): run the target again after a kill.
+# A checkpoint is ~22 MB of binaries (adapter + optimizer) that runs/train/ tracks: commit it once or twice a session,
+# with `git add` naming its folder, never with every commit (a submission's diffs are capped: on 2026-12-07 a session
+# that committed it every few updates was refused whole for its size). On a fresh machine copy the committed gold
+# paths first (runs/train/smollm2-135m-alfworld-scienceworld-data/README.md), or they are rebuilt (~50 min).
 train-agent-joint: install check-java
 	$(V2_TRAIN) --updates 240 --out workbench/assets/adapters/smollm2-135m-alfworld-scienceworld \
 		--init-adapter smollm2-135m-alfworld --on-policy runs/dagger/it0/labelled.jsonl \
