@@ -275,3 +275,14 @@ def test_a_captured_replay_of_a_committed_run_is_the_bridges_on_the_plain_path(m
     assert max((a.rows - b.rows).abs().max().item() for a, b in zip(steps_a, steps_b)) <= 1e-6
     if saved.versions.get("cpu") == versions().get("cpu"):  # bf16 bits depend on the CPU that played the run
         assert all(r["p_action"] == r["recorded_p_action"] for r in got)
+
+
+def test_taps_run_under_inference_mode():
+    """Inference tensors keep no version counter: the write guard stands aside, the rows are the same."""
+    lm, tok = _wrap("llama")
+    prefix, suffix = episode_steps(tok)[0]
+    ref = AttentionCapture(lm, "all").capture_prompt(prefix + suffix).clone()
+    with torch.inference_mode():
+        cap = AttentionCapture(lm, "all")
+        rows = cap.capture_prompt(prefix + suffix)
+    assert cap.last_path == "plain" and torch.equal(rows, ref)

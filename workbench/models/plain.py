@@ -61,6 +61,15 @@ def attention_taps(taps: Mapping[int, Sequence[AttentionTap]], stop_after: int |
         _ACTIVE.reset(token)
 
 
+def _versions(*tensors: torch.Tensor) -> tuple[int, ...] | None:
+    """The tensors' version counters (bumped by every in-place write), or None under ``torch.inference_mode``,
+    whose tensors keep none."""
+    try:
+        return tuple(t._version for t in tensors)
+    except RuntimeError:
+        return None
+
+
 def _run_taps(module: Any, query: torch.Tensor, key: torch.Tensor, scaling: float) -> None:
     state = _ACTIVE.get()
     if state is None:
@@ -68,10 +77,10 @@ def _run_taps(module: Any, query: torch.Tensor, key: torch.Tensor, scaling: floa
     layer = getattr(module, "layer_idx", None)
     fns = state.taps.get(layer)
     if fns:
-        versions = query._version, key._version
+        versions = _versions(query, key)
         for fn in fns:
             fn(query, key, scaling)
-        if (query._version, key._version) != versions:
+        if versions is not None and _versions(query, key) != versions:
             raise RuntimeError(f"a tap of layer {layer} wrote to the query or keys it was handed: taps only read "
                                "(copy what you need)")
         state.fired.add(layer)
@@ -130,8 +139,8 @@ def grouped_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value
     cached key and value of every layer at every step: most of a bf16 step's memory traffic); on the CPU the scaling,
     mask and fp32 softmax run in place over blocks of query rows (:data:`SOFTMAX_BLOCK_BYTES`), the same arithmetic
     per row, skipping what is known bit for bit (:data:`EXACT_SHORTCUTS`: a power-of-two scaling applied to the
-    queries, the mask added after the prefix a caller declares visible, :func:`visible_prefix`). Soft-capping and sinks (Gemma 2, GPT-OSS) go to the
-    family's own eager function. Returns no attention weights (nothing reads them on this path). The taps of
+    queries, the mask added after the prefix a caller declares visible, :func:`visible_prefix`). Soft-capping and
+    sinks (Gemma 2, GPT-OSS) go to the family's own eager function. Returns no attention weights (nothing reads them on this path). The taps of
     :func:`attention_taps` read the layer's query and keys first."""
     _run_taps(module, query, key, scaling)
     if kwargs.get("softcap") is not None or kwargs.get("s_aux") is not None or getattr(module, "sinks", None) is not None:
