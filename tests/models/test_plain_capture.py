@@ -286,3 +286,26 @@ def test_taps_run_under_inference_mode():
         cap = AttentionCapture(lm, "all")
         rows = cap.capture_prompt(prefix + suffix)
     assert cap.last_path == "plain" and torch.equal(rows, ref)
+
+
+def test_a_write_whose_later_forward_raises_takes_back_the_captured_step(monkeypatch):
+    """write() hands its hooks to the first forward only; a raise in a later forward of the search still discards the
+    step the capture recorded (the decision never completed) and the cache."""
+    from workbench.models import scoring
+
+    lm, tok = _wrap("llama")
+    prefix, suffix = episode_steps(tok)[0]
+    scorer = ActionScorer(lm, forward="auto")
+    cap = AttentionCapture(lm, "all", scorer=scorer)
+    real, calls = scoring.log_softmax_rows, []
+
+    def second_raises(logits):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(logits)
+
+    monkeypatch.setattr(scoring, "log_softmax_rows", second_raises)
+    with pytest.raises(KeyboardInterrupt):
+        scorer.write(prefix, suffix, CANDIDATES, beam=2, hooks=cap.hooks(), on_layout=cap.on_layout)
+    assert len(calls) == 2 and cap.steps == [] and cap.rows is None and scorer.cache is None

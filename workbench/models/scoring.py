@@ -86,6 +86,12 @@ def plain_taps(hooks: list[tuple[str, Callable]] | None) -> dict[int, list[Atten
     return taps
 
 
+def _abort_hooks(hooks: list[tuple[str, Callable]] | None) -> None:
+    """Call each distinct ``on_abort`` the hooks carry (an instrument forgets a step whose forward raised)."""
+    for abort in {id(a): a for _, fn in hooks or () if (a := getattr(fn, "on_abort", None))}.values():
+        abort()
+
+
 def check_taps_fired(taps: dict[int, list[AttentionTap]], fired: set[int]) -> None:
     """Raise if a tapped layer's attention never ran on the plain path (an attention implementation that does not
     go through :func:`~workbench.models.plain.grouped_attention`): its reads would be silently missing."""
@@ -369,29 +375,35 @@ class ActionScorer:
         live: list[tuple[tuple[int, ...], float]] = [((), 0.0)]  # (trie nodes of the path, sum of log-probs)
         done: dict[int, float] = {}
         reused, forwards = 0, 0
-        while live:
-            nodes = sorted({n for path, _ in live for n in path})
-            index = {n: i for i, n in enumerate(nodes)}
-            sub_parent = [index[node_parent[n]] if node_parent[n] >= 0 else -1 for n in nodes]
-            n_new = self._new_len(prefix, suffix)
-            read = sorted({n_new - 1 if not path else n_new + index[path[-1]] for path, _ in live})
-            first = not forwards
-            logp, layout = self._trie_forward(prefix, suffix, [node_tok[n] for n in nodes], sub_parent,
-                                              [node_depth[n] for n in nodes], read, (),
-                                              hooks if first else None, on_layout if first else None)
-            reused, forwards = (layout.n_cached if not forwards else reused), forwards + 1
-            row_of = {q: i for i, q in enumerate(read)}
-            grown: list[tuple[tuple[int, ...], float]] = []
-            for path, lp in live:
-                row = logp[row_of[n_new - 1 if not path else n_new + index[path[-1]]]]
-                for c in children.get(path[-1] if path else -1, ()):
-                    total = lp + row[node_tok[c]].item()
-                    if c in ends:
-                        done[ends[c]] = total / (len(path) + 1)
-                    if c in children:
-                        grown.append((path + (c,), total))
-            grown.sort(key=lambda h: -h[1] / len(h[0]))
-            live = grown[:beam]
+        try:
+            while live:
+                nodes = sorted({n for path, _ in live for n in path})
+                index = {n: i for i, n in enumerate(nodes)}
+                sub_parent = [index[node_parent[n]] if node_parent[n] >= 0 else -1 for n in nodes]
+                n_new = self._new_len(prefix, suffix)
+                read = sorted({n_new - 1 if not path else n_new + index[path[-1]] for path, _ in live})
+                first = not forwards
+                logp, layout = self._trie_forward(prefix, suffix, [node_tok[n] for n in nodes], sub_parent,
+                                                  [node_depth[n] for n in nodes], read, (),
+                                                  hooks if first else None, on_layout if first else None)
+                reused, forwards = (layout.n_cached if not forwards else reused), forwards + 1
+                row_of = {q: i for i, q in enumerate(read)}
+                grown: list[tuple[tuple[int, ...], float]] = []
+                for path, lp in live:
+                    row = logp[row_of[n_new - 1 if not path else n_new + index[path[-1]]]]
+                    for c in children.get(path[-1] if path else -1, ()):
+                        total = lp + row[node_tok[c]].item()
+                        if c in ends:
+                            done[ends[c]] = total / (len(path) + 1)
+                        if c in children:
+                            grown.append((path + (c,), total))
+                grown.sort(key=lambda h: -h[1] / len(h[0]))
+                live = grown[:beam]
+        except BaseException:
+            # a later forward of the search raised: the step the first forward's instruments recorded is taken back
+            # too (the first forward's own raise has done so already; a second call changes nothing)
+            _abort_hooks(hooks)
+            raise
         best = max(done, key=lambda k: (done[k], -k))
         return WriteResult(best=best, scores=done, forwards=forwards, reused_tokens=reused)
 
@@ -480,8 +492,7 @@ class ActionScorer:
             # place (in some layers, or in all of them, uncropped): drop it (the next step recomputes the prefix)
             # rather than crop a cache whose layers may disagree; the instruments forget the step (their on_abort)
             self.reset()
-            for abort in {id(a): a for _, fn in hooks or () if (a := getattr(fn, "on_abort", None))}.values():
-                abort()
+            _abort_hooks(hooks)
             raise
         self._cache = cache if self.reuse_cache else None
         self._cached = list(prefix) if self.reuse_cache else []
