@@ -309,3 +309,52 @@ def test_a_write_whose_later_forward_raises_takes_back_the_captured_step(monkeyp
     with pytest.raises(KeyboardInterrupt):
         scorer.write(prefix, suffix, CANDIDATES, beam=2, hooks=cap.hooks(), on_layout=cap.on_layout)
     assert len(calls) == 2 and cap.steps == [] and cap.rows is None and scorer.cache is None
+
+
+def test_a_raise_before_the_forward_keeps_the_scorer_and_earlier_steps_sound():
+    """on_layout raising (a capture built without scorer= on a cached step) happens after the cache was cropped: the
+    scorer stays usable and scores as a fresh one, and the capture keeps the steps it had."""
+    lm, tok = _wrap("llama")
+    steps = episode_steps(tok)
+    scorer, ref = ActionScorer(lm, forward="auto"), ActionScorer(lm, forward="auto")
+    good = AttentionCapture(lm, [(0, 1)], scorer=scorer)
+    scorer.score(*steps[2], CANDIDATES, hooks=good.hooks(), on_layout=good.on_layout)
+    orphan = AttentionCapture(lm, [(0, 1)])  # no scorer=: a cached step is refused in on_layout
+    with pytest.raises(ValueError, match="scorer=scorer"):  # a shorter prompt: the cache is cropped first
+        scorer.score(*steps[0], CANDIDATES, hooks=good.hooks() + orphan.hooks(),
+                     on_layout=lambda lay: [good.on_layout(lay), orphan.on_layout(lay)])
+    assert len(good.steps) == 1
+    with pytest.raises(RuntimeError, match="without on_layout"):  # hooks without their on_layout
+        scorer.score(*steps[0], CANDIDATES, hooks=orphan.hooks())
+    assert len(good.steps) == 1
+    got = scorer.score(*steps[1], CANDIDATES, hooks=good.hooks(), on_layout=good.on_layout)
+    assert got.scores == ref.score(*steps[1], CANDIDATES).scores and len(good.steps) == 2
+
+
+def test_a_failed_capture_prompt_keeps_the_steps_recorded_before(monkeypatch):
+    lm, tok = _wrap("llama")
+    prefix, suffix = episode_steps(tok)[0]
+    scorer = ActionScorer(lm, forward="auto")
+    cap = AttentionCapture(lm, [(0, 1)], scorer=scorer)
+    scorer.score(prefix, suffix, CANDIDATES, hooks=cap.hooks(), on_layout=cap.on_layout)
+    monkeypatch.setattr(scorer, "plain_path", lambda: (_ for _ in ()).throw(KeyboardInterrupt()))
+    with pytest.raises(KeyboardInterrupt):
+        cap.capture_prompt(prefix + suffix)
+    assert len(cap.steps) == 1
+
+
+def test_an_instrument_whose_on_abort_raises_does_not_hide_the_steps_error():
+    lm, tok = _wrap("llama")
+    scorer = ActionScorer(lm, forward="auto")
+
+    def hook(t, hook):
+        return None
+
+    def abort():
+        raise ValueError("abort failed")
+
+    hook.plain_tap = (0, lambda q, k, s: (_ for _ in ()).throw(KeyError("the step's own error")))
+    hook.on_abort = abort
+    with pytest.warns(UserWarning, match="abort failed"), pytest.raises(KeyError, match="own error"):
+        scorer.score(*episode_steps(tok)[0], CANDIDATES, hooks=[("blocks.0.attn.hook_rot_q", hook)],
+                     on_layout=lambda lay: None)

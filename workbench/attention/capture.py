@@ -386,6 +386,7 @@ class AttentionCapture:
         device = next(self.lm.hf_model.parameters()).device
         inp = torch.tensor([list(token_ids)], device=device)
         last = max(self.heads.layers)
+        self._recorded = None  # a raise below takes back only what this call records
         try:
             plain = self._plain_path()
             self.on_layout(ForwardLayout(n_cached=0, n_new_prefix=n - 1, n_suffix=1, query_index=n - 1,
@@ -413,6 +414,7 @@ class AttentionCapture:
             self._abort()
             raise
         if self._layout is not None:
+            self._abort()
             raise RuntimeError("the forward ended before every selected layer was captured")
         assert self.rows is not None
         return self.rows

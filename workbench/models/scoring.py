@@ -87,9 +87,16 @@ def plain_taps(hooks: list[tuple[str, Callable]] | None) -> dict[int, list[Atten
 
 
 def _abort_hooks(hooks: list[tuple[str, Callable]] | None) -> None:
-    """Call each distinct ``on_abort`` the hooks carry (an instrument forgets a step whose forward raised)."""
-    for abort in {id(a): a for _, fn in hooks or () if (a := getattr(fn, "on_abort", None))}.values():
-        abort()
+    """Call each distinct ``on_abort`` the hooks carry (an instrument forgets a step whose forward raised); one that
+    raises is warned about, not raised: the step's own error is the one the caller gets."""
+    import warnings
+
+    # bound methods compare equal by instance and function: one call per instrument, not per hook
+    for abort in dict.fromkeys(a for _, fn in hooks or () if (a := getattr(fn, "on_abort", None)) is not None):
+        try:
+            abort()
+        except Exception as e:  # noqa: BLE001 - the original error matters more
+            warnings.warn(f"an instrument's on_abort raised {type(e).__name__}: {e}", stacklevel=3)
 
 
 def check_taps_fired(taps: dict[int, list[AttentionTap]], fired: set[int]) -> None:
@@ -401,8 +408,9 @@ class ActionScorer:
                 live = grown[:beam]
         except BaseException:
             # a later forward of the search raised: the step the first forward's instruments recorded is taken back
-            # too (the first forward's own raise has done so already; a second call changes nothing)
-            _abort_hooks(hooks)
+            # too (a raise in the first forward has been handled by it)
+            if forwards:
+                _abort_hooks(hooks)
             raise
         best = max(done, key=lambda k: (done[k], -k))
         return WriteResult(best=best, scores=done, forwards=forwards, reused_tokens=reused)
@@ -424,6 +432,7 @@ class ActionScorer:
                 self._cache = None
             else:
                 self._cache.crop(keep - len(self._cached))
+            self._cached = self._cached[:keep]  # the tokens stay the cache's, whatever raises below
         n_cached = keep if self._cache is not None else 0
         new = prefix[n_cached:] + suffix
         base = n_cached + len(new)
@@ -444,8 +453,14 @@ class ActionScorer:
         mask_dtype = param.dtype if param.is_floating_point() else torch.float32  # quantized: fp32 compute
         mask = self._masks(n_cached, len(new), node_parent, mask_dtype, pos)
         mask = {k: m.to(device) for k, m in mask.items()} if isinstance(mask, dict) else mask.to(device)
-        if on_layout is not None:
-            on_layout(layout)
+        laid = False  # whether the instruments were told this forward's layout (only then is a step theirs to drop)
+        try:
+            if on_layout is not None:
+                on_layout(layout)
+                laid = True
+        except BaseException:
+            self.reset()
+            raise
         bridge = self.lm.bridge
         kwargs = dict(
             return_type="logits_and_cache",
@@ -492,7 +507,8 @@ class ActionScorer:
             # place (in some layers, or in all of them, uncropped): drop it (the next step recomputes the prefix)
             # rather than crop a cache whose layers may disagree; the instruments forget the step (their on_abort)
             self.reset()
-            _abort_hooks(hooks)
+            if laid:
+                _abort_hooks(hooks)
             raise
         self._cache = cache if self.reuse_cache else None
         self._cached = list(prefix) if self.reuse_cache else []
