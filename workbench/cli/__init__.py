@@ -1,5 +1,6 @@
 """``workbench``, the command line: one module per command (``run``, ``sweep``, ``refine``, ``memory``,
-``proactive-sft``, ``dagger``, ``merge-runs``, ``experts``, ``reproduce``, ``heads``, ``utilization``, ``list``),
+``proactive-sft``, ``dagger``, ``merge-runs``, ``experts``, ``reproduce``, ``heads``, ``utilization``, ``partings``,
+``list``),
 the options they share in ``_options``, the parser and ``main`` in ``_app``."""
 
 from __future__ import annotations

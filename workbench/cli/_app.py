@@ -18,6 +18,7 @@ from workbench.cli import (
     llm_stages,
     memory,
     merge_runs,
+    partings,
     proactive_sft,
     refine,
     reproduce,
@@ -35,13 +36,14 @@ from workbench.locks import FolderBusyError
 __all__ = ["build_parser", "main", "COMMANDS"]
 
 DESCRIPTION = """The command line over the workbench library: play agents on ALFWorld (run, sweep), refine and
-audit memory bases (refine, memory), study retrieval heads (heads, utilization), build training data (experts,
+audit memory bases (refine, memory), study retrieval heads (heads, utilization) and
+re-score where a method parts from ReAct (partings), build training data (experts,
 dagger, proactive-sft), merge runs and render the reports (merge-runs, reproduce), and list what they accept
 (list). Every --out is a folder; `workbench COMMAND --help` for each one's options."""
 
 # the order `workbench --help` lists them in
 COMMANDS = (run, sweep, refine, memory, llm_stages, proactive_sft, dagger, merge_runs, experts, reproduce, heads,
-            utilization, listing)
+            utilization, partings, listing)
 # errors a user can fix from the message alone: one line on stderr and exit status 2, no traceback
 USER_ERRORS = (ValueError, FileNotFoundError, FileExistsError, JobError, ConcurrentSweepError, FormatError,
                FolderBusyError, OSError,  # OSError: a full disk, a permission, a path that is a file: not bugs

@@ -3,11 +3,19 @@ re-scored under memory edits -- the same re-score primitive the causal studies u
 
     s = Session("smollm2-135m-alfworld-v2", "valid_unseen/pick_and_place_simple-...", memory="arbiter",
                 options={"budget": 500}, dtype="bfloat16")
+    s = Session("smollm2-135m-alfworld-v2", "test/find-animal/225", memory="arbiter")   # a ScienceWorld task
     s.state                      # the pending decision: prompt, memory block, candidates (a rescore.State)
     s.distribution()             # p over the candidates, as the agent will score them
     s.rescore([DropItem("goal"), MaskHeads([(13, 6)])])   # both distributions, TV, the new argmax
     s.step()                     # play it: the agent decides, the game answers, the policy observes
     s.run(until=lambda rec: rec["p_action"] < 0.3)
+
+Any benchmark of ``workbench.envs.benchmarks`` plays: the task id says which (``valid_unseen/<game>/trial_...`` is
+ALFWorld, ``test/boil/21`` ScienceWorld), or ``env=`` names it with its options (``scienceworld:none``). The agent
+is built as that benchmark's runs build it (its instructions, prompt budget and decode: ScienceWorld writes its
+action along the valid actions' trie), and the memory policies read that benchmark's memory base unless told
+otherwise. A re-score scores every candidate it is given in one forward (``candidates=`` narrows a ScienceWorld
+state's hundreds of valid actions to the ones in question).
 
 The episode is an :class:`~workbench.agents.loop.Episode`, the stepper :meth:`Agent.run` loops over, so a session
 stepped to its end is the episode a batch run plays (``tests/live``). Re-scoring goes through a second agent on the
@@ -23,42 +31,61 @@ from typing import Any
 
 from workbench.agents.edits import Edit
 from workbench.agents.loop import Agent, Episode
-from workbench.agents.policy import MemoryPolicy, build_policy
+from workbench.agents.policy import MemoryPolicy, build_policy, policy_options
 from workbench.agents.rescore import Rescore, State, rescore
 from workbench.attention.heads import default_retrieval_heads
 from workbench.attention.instrument import CaptureInstrument
-from workbench.envs.alfworld import ALFWorldEnv, load_alfworld_tasks
 from workbench.envs.base import Task
+from workbench.envs.benchmarks import benchmark, load_tasks, make_env
 from workbench.memory.trajectory import Trajectory
 from workbench.models import load_model
 from workbench.models.registry import DEFAULT_AGENT, list_models
 
 __all__ = ["Played", "Session", "SessionError", "find_task", "memory_mass", "replay_parity"]
 
-SPLITS = ("valid_unseen", "valid_seen", "valid_train")
+SPLITS = ("valid_unseen", "valid_seen", "valid_train")  # ALFWorld's, where a task id is looked up by default
+SPLITS_BY_BENCHMARK = {"alfworld": SPLITS, "scienceworld": ("test", "dev", "train")}
 
 
 class SessionError(ValueError):
     """A live session was asked for what it cannot do (an unknown task, a finished episode); it is unchanged."""
 
 
-def find_task(task_id: str, splits: Sequence[str] = SPLITS) -> Task:
-    """The ALFWorld task of this id, in any of ``splits``.
+def benchmark_of(task_id: str) -> str:
+    """The benchmark a task id belongs to, by its form: ScienceWorld's ids are ``<train|dev|test>/<type>/<n>``,
+    ALFWorld's ``<valid_...>/<game>/<trial>``."""
+    parts = task_id.split("/")
+    if len(parts) == 3 and parts[0] in SPLITS_BY_BENCHMARK["scienceworld"] and parts[2].isdigit():
+        return "scienceworld"
+    return "alfworld"
+
+
+def find_task(task_id: str, splits: Sequence[str] | None = None, env: str | None = None) -> Task:
+    """The task of this id, in any of ``splits`` of benchmark ``env`` (None: the one the id's form names,
+    :func:`benchmark_of`; splits None: all of that benchmark's).
 
     Raises:
         SessionError: no such task (the message gives the closest ids).
     """
+    env = env or benchmark_of(task_id)
+    name = env.partition(":")[0]
+    splits = tuple(splits) if splits else SPLITS_BY_BENCHMARK.get(name, (benchmark(env).default_split,))
     ids = []
     for split in splits:
-        for t in load_alfworld_tasks(split):
+        try:
+            tasks = load_tasks(env, split)
+        except ValueError as e:
+            raise SessionError(f"task {task_id!r}: {e}") from None
+        for t in tasks:
             if t.task_id == task_id:
                 return t
             ids.append(t.task_id)
     import difflib
 
     near = difflib.get_close_matches(task_id, ids, n=3, cutoff=0.5)
-    raise SessionError(f"no task {task_id!r} in {', '.join(splits)}" + (f"; closest: {', '.join(near)}" if near else
-                                                                          "; ids look like valid_unseen/<game>/trial_..."))
+    form = "test/<task type>/<variation>" if name == "scienceworld" else "valid_unseen/<game>/trial_..."
+    raise SessionError(f"no {name} task {task_id!r} in {', '.join(splits)}" +
+                       (f"; closest: {', '.join(near)}" if near else f"; ids look like {form}"))
 
 
 @dataclass(frozen=True)
@@ -82,31 +109,53 @@ class Session:
 
     Args:
         model: a model name or path (loaded here, in ``dtype``), or a model already loaded (``load_model``).
-        task: a task id (any split) or a :class:`~workbench.envs.base.Task`.
-        memory: the memory policy (``workbench list memory``); ``options`` its options (budget, ablation, ...).
+        task: a task id (any split of its benchmark) or a :class:`~workbench.envs.base.Task`.
+        memory: the memory policy (``workbench list memory``); ``options`` its options (budget, ablation, ...);
+            a policy that reads a memory base and is given none reads the benchmark's
+            (``Benchmark.default_memory_base``: ALFWorld's valid_train experts, ScienceWorld's train gold paths).
         retriever: for the policies that retrieve.
-        max_steps: the step limit.
+        max_steps: the step limit (None: the benchmark's own, ALFWorld's 50, ScienceWorld's per task type).
         policy: a policy object instead of ``memory``/``options`` (it is begun here).
         heads: the retrieval heads whose attention every step captures (``[(layer, head), ...]``); None: the
             model's committed retrieval heads when it has them (``workbench/assets/heads``), else none captured.
+        env: the benchmark with its options (``alfworld``, ``scienceworld``, ``scienceworld:none``); None: the
+            task's own (a Task's ``benchmark``, or what the id's form names).
+        decode: how the agent acts (``workbench.agents.loop.DECODES``); None: the benchmark's default (ALFWorld
+            scores every admissible command; ScienceWorld writes one along their trie).
 
     Raises:
         SessionError: an unknown task.
-        ValueError: an unknown policy or option (the policy's own options model names it).
+        ValueError: an unknown policy, option, benchmark or decode (the message names it).
     """
 
     def __init__(self, model: Any = DEFAULT_AGENT, task: str | Task = "", memory: str = "traj", *,
-                 options: dict | None = None, dtype: str = "float32", retriever: str = "minilm", max_steps: int = 50,
-                 policy: MemoryPolicy | None = None, heads: Sequence[tuple[int, int]] | None = None) -> None:
-        self.task = task if isinstance(task, Task) else find_task(task)
-        self._config = dict(memory=memory, options=dict(options or {}), retriever=retriever, max_steps=max_steps)
-        self.policy = policy or build_policy(memory, retriever, **(options or {}))
+                 options: dict | None = None, dtype: str = "float32", retriever: str = "minilm",
+                 max_steps: int | None = None, policy: MemoryPolicy | None = None,
+                 heads: Sequence[tuple[int, int]] | None = None, env: str | None = None,
+                 decode: str | None = None) -> None:
+        if isinstance(task, Task):
+            env = env or task.benchmark
+            if env.partition(":")[0] != task.benchmark:
+                raise SessionError(f"task {task.task_id} is a {task.benchmark} task; env {env!r} is another benchmark")
+        else:
+            env = env or benchmark_of(task)
+            task = find_task(task, env=env)
+        self.task, self.env_name = task, env
+        bench = benchmark(env)
+        options = dict(options or {})
+        if (policy is None and bench.default_memory_base is not None and "memory_base" in policy_options(memory)
+                and options.get("memory_base") is None):
+            options["memory_base"] = str(bench.default_memory_base(env))
+        self._config = dict(memory=memory, options=options, retriever=retriever, max_steps=max_steps, env=env,
+                            decode=decode)
+        self.policy = policy or build_policy(memory, retriever, **options)
         self.edits: tuple[Edit, ...] = ()  # a fork's edits, applied to every decision from its fork point on
         self.lm = load_model(model, dtype=dtype) if isinstance(model, str) else model
-        self.agent = Agent.from_model(self.lm)
-        self._scorer_agent = Agent.from_model(self.lm)  # re-scores: its own cache, never the episode's
-        self._prefix: dict[int, tuple] = {}  # step -> the scorer's cached prefix of that state (Session.rescore)
-        self.env = ALFWorldEnv(max_steps=max_steps)
+        self.agent = Agent.for_benchmark(self.lm, env, **({"decode": decode} if decode else {}))
+        # re-scores: its own cache, never the episode's; it scores every candidate it is given (the score decode)
+        self._scorer_agent = Agent.for_benchmark(self.lm, env, decode="score")
+        self._prefix: dict[tuple, tuple] = {}  # (step, candidates) -> the scorer's cached prefix (Session.rescore)
+        self.env = make_env(env, max_steps)
         if heads is None and self.lm.name in list_models():
             heads = default_retrieval_heads(self.lm.name, shape=(self.lm.n_layers, self.lm.n_heads))
         # a read-only capture: it watches the episode's forwards and changes no score
@@ -144,12 +193,14 @@ class Session:
                      history=tuple(self.episode.history), observation=self.episode.observation, block=d.block,
                      candidates=d.admissible, policy=self.policy)
 
-    def distribution(self) -> dict[str, float]:
-        """p over the pending decision's candidates (scored as :meth:`rescore` scores the factual prompt)."""
-        r = self.rescore([])
+    def distribution(self, candidates: Sequence[str] | None = None) -> dict[str, float]:
+        """p over the pending decision's candidates (or over ``candidates``, some of them), scored as
+        :meth:`rescore` scores the factual prompt."""
+        r = self.rescore([], candidates=candidates)
         return dict(zip(r.candidates, r.p))
 
-    def rescore(self, edits: Sequence[Edit], instruments: Sequence = (), *, exact: bool = False) -> Rescore:
+    def rescore(self, edits: Sequence[Edit], instruments: Sequence = (), *, exact: bool = False,
+                candidates: Sequence[str] | None = None) -> Rescore:
         """The pending decision scored as it stands and under ``edits`` (typed memory edits:
         ``workbench.agents.edits``): both distributions, the total-variation distance, the new argmax.
 
@@ -162,24 +213,42 @@ class Session:
         any ``instruments`` (they watch both forwards whole) always take that path. Not thread-safe: one call at
         a time per session (the widgets take turns).
 
+        Every candidate is scored in one forward, as the ``score`` decode scores them, whatever the session's
+        decode: a ScienceWorld state's hundreds of valid actions cost one long forward (seconds), and
+        ``candidates`` (some of the admissible commands, e.g. the top of :attr:`Played.distribution`) scores
+        those only, p renormalised over them.
+
         Raises:
             EditError: an edit names an item, bank, segment or head the state does not hold; nothing was scored and
                 the session is unchanged.
+            SessionError: ``candidates`` names a command that is not admissible here, or none.
         """
+        from dataclasses import replace as _replace
+
         from workbench.agents.rescore import apply_edits
 
         state, edits = self.state, list(edits)
+        if candidates is not None:
+            if isinstance(candidates, str):
+                raise SessionError("candidates: a list of commands, not one string")
+            given = tuple(dict.fromkeys(candidates))
+            bad = [c for c in given if c not in state.candidates]
+            if bad or not given:
+                raise SessionError(f"step {state.step}: candidates {bad or '(none)'} are not admissible here "
+                                   f"({len(state.candidates)} are: Session.state.candidates)")
+            state = _replace(state, candidates=given)
         if exact or instruments or any(e.stage == "forward" for e in edits if isinstance(e, Edit)):
             return rescore(self._scorer_agent, state, edits, instruments)
         apply_edits(self._scorer_agent, state, edits)  # refuse a bad edit before any forward or cache change
         scorer = self._scorer_agent.scorer
-        snap = self._prefix.get(self.step_index)
+        key = (self.step_index, state.candidates)
+        snap = self._prefix.get(key)
         if snap is None:  # this state's prefix, extending the last state's cached one, and its distribution
             from workbench.models.scoring import ActionScorer
 
             got = self._scorer_agent.decide(state.prompt(self._scorer_agent), list(state.candidates))
             snap = (scorer.snapshot(), tuple(ActionScorer.normalise(got.scores)))
-            self._prefix = {self.step_index: snap}
+            self._prefix = {key: snap}
         scorer.restore(snap[0])
         return rescore(self._scorer_agent, state, edits, instruments, reuse_prefix=True, factual=snap[1])
 
@@ -277,7 +346,7 @@ class Session:
             apply_edits(self._scorer_agent, self.state, edits)  # refuse now what cannot apply at the fork point
         cfg = self._config
         f = Session(self.lm, self.task, cfg["memory"], options=cfg["options"], retriever=cfg["retriever"],
-                    max_steps=cfg["max_steps"], heads=self._heads)
+                    max_steps=cfg["max_steps"], heads=self._heads, env=cfg["env"], decode=cfg["decode"])
         for p in self.played:
             f.step(p.action)
         f.edits = edits
@@ -293,6 +362,19 @@ class Session:
 
         f.episode.transform = under_edits
         return f
+
+    def close(self) -> None:
+        """Stop the benchmark's simulator (ScienceWorld's JVM, by its pid); the session cannot play on. Also at
+        the end of a ``with Session(...) as s:`` block."""
+        close = getattr(self.env, "close", None)
+        if close is not None:
+            close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     # -- replaying a recorded run ------------------------------------------------------------------------------
 
@@ -318,8 +400,9 @@ class Session:
         if model is not None and (model.name != cfg.model or model.dtype != cfg.dtype):
             raise ValueError(f"{folder} was played by {cfg.model} in {cfg.dtype}; the model given is {model.name} in "
                              f"{model.dtype}: load the run's model (a run folder from another model is not a replay)")
-        session = cls(model or cfg.model, find_task(task_id, (cfg.split,)), cfg.memory, options=cfg.options,
-                      dtype=cfg.dtype, retriever=cfg.retriever, max_steps=cfg.max_steps)
+        session = cls(model or cfg.model, find_task(task_id, (cfg.split,), env=cfg.env), cfg.memory,
+                      options=cfg.options, dtype=cfg.dtype, retriever=cfg.retriever, max_steps=cfg.max_steps,
+                      env=cfg.env, decode=cfg.decode)
         session.recorded = recorded[task_id]
         return session
 

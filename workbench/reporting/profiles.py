@@ -31,6 +31,10 @@ SCIENCEWORLD_TEST_RUNS = {f"v2 {label}": f"../runs/scienceworld/{TRAINED}/{cond}
 # MemArbiter and the proactive agent beside ReAct on test@1 of 9 short types (grids/scienceworld_methods_slice.yaml)
 SCIENCEWORLD_METHOD_RUNS = {label: f"../runs/scienceworld/methods-slice/{cond}" for label, cond in (
     ("ReAct", "none"), ("MemArbiter", "arbiter"), ("proactive", "proactive"))}
+# ... their parting states re-scored under one edit (`workbench partings RUN REACT_RUN --edit E --out FILE`)
+SCIENCEWORLD_PARTING_RESCORES = {
+    "MemArbiter with ReAct's layout (ClearMemory)": "../runs/scienceworld/partings/arbiter-clear-memory.json",
+    "proactive without its reminder (RemoveReminder)": "../runs/scienceworld/partings/proactive-remove-reminder.json"}
 # AGMR's refinements on ScienceWorld (make refine-scienceworld-agmr / -no-agr / -agmr-served): dev@1 of ETO's 24
 SCIENCEWORLD_REFINEMENTS = {
     "AGMR (offline-scienceworld, gold path shown)": f"../runs/scienceworld/{TRAINED}/bases/agmr",
@@ -91,7 +95,8 @@ PROFILES: dict[str, dict[str, dict]] = {
         "08_scienceworld": {"split": "test@1", "task_types": ["find-plant", "lifespan-longest-lived"],
                             "max_steps": None, "capture_split": "test@1", "capture_types": ["boil"],
                             "capture_steps": 10, "reference_runs": SCIENCEWORLD_RUNS,
-                            "method_runs": SCIENCEWORLD_METHOD_RUNS, "refinements": SCIENCEWORLD_REFINEMENTS},
+                            "method_runs": SCIENCEWORLD_METHOD_RUNS, "refinements": SCIENCEWORLD_REFINEMENTS,
+                            "parting_rescores": SCIENCEWORLD_PARTING_RESCORES},
     },
     "full": {
         # Episodes and teacher forcing of all conditions as one job list over two worker processes (one per core;
@@ -126,7 +131,8 @@ PROFILES: dict[str, dict[str, dict]] = {
         "08_scienceworld": {"split": "test@1", "task_types": ["find-plant", "lifespan-longest-lived"],
                             "max_steps": None, "capture_split": "test@10", "capture_types": None,
                             "capture_steps": None, "reference_runs": SCIENCEWORLD_TEST_RUNS,
-                            "method_runs": SCIENCEWORLD_METHOD_RUNS, "refinements": SCIENCEWORLD_REFINEMENTS},
+                            "method_runs": SCIENCEWORLD_METHOD_RUNS, "refinements": SCIENCEWORLD_REFINEMENTS,
+                            "parting_rescores": SCIENCEWORLD_PARTING_RESCORES},
     },
 }
 

@@ -1,0 +1,87 @@
+"""A live session on ScienceWorld: the task id names the benchmark, the agent is built as ScienceWorld's runs build it
+(its instructions, prompt budget, constrained decode), a session stepped to its end is the batch episode, and a
+re-score can be narrowed to the candidates in question. Real ScienceWorld JVMs, a tiny random Llama by path."""
+
+from __future__ import annotations
+
+import pytest
+
+from workbench.envs.base import Task
+from workbench.live import Session, SessionError, find_task
+from workbench.live.session import benchmark_of
+
+
+def test_a_task_id_names_its_benchmark_and_a_wrong_one_names_the_closest():
+    assert benchmark_of("test/find-animal/225") == "scienceworld"
+    assert benchmark_of("valid_unseen/pick_and_place_simple-Book-None-SideTable-329/trial_T1") == "alfworld"
+    t = find_task("test/find-animal/225")
+    assert (t.benchmark, t.task_type, t.meta["variation"]) == ("scienceworld", "find-animal", 225)
+    assert find_task("test/find-animal/225", ("test@1",)).index != t.index  # its place in the capped split
+    with pytest.raises(SessionError, match="closest: test/find-animal/225"):
+        find_task("test/find-animl/225")
+    with pytest.raises(SessionError, match="not in|no scienceworld task"):
+        find_task("dev/find-animal/225", ("dev",))
+    with pytest.raises(SessionError, match="expected one of train, dev, test"):
+        find_task("test/find-animal/225", ("valid_unseen",), env="scienceworld")
+
+
+@pytest.fixture(scope="module")
+def lm(tiny_model_dir):
+    from workbench.models import load_model
+
+    return load_model(str(tiny_model_dir))
+
+
+@pytest.fixture(scope="module")
+def task() -> Task:
+    return find_task("test/find-animal/225")
+
+
+def test_a_task_of_one_benchmark_is_refused_under_another(lm, task):
+    with pytest.raises(SessionError, match="is a scienceworld task"):
+        Session(lm, task, memory="none", env="alfworld")
+
+
+@pytest.mark.game
+@pytest.mark.integration
+def test_a_scienceworld_session_stepped_to_its_end_is_the_batch_episode(lm, task):
+    from workbench.agents.loop import Agent
+    from workbench.agents.policy import build_policy
+    from workbench.envs.benchmarks import make_env
+
+    env = make_env("scienceworld", 3)
+    try:
+        batch = Agent.for_benchmark(lm, "scienceworld").run(env, task, build_policy("none"), max_steps=3)
+    finally:
+        env.close()
+    with Session(lm, task.task_id, memory="none", max_steps=3) as s:
+        assert s.env_name == "scienceworld" and s.agent.decode == "constrained"
+        played = s.run()
+        assert s.done and len(played) == 3
+        assert s.trajectory().model_dump() == batch.trajectory.model_dump()
+        assert s.trajectory().meta["score"] == batch.trajectory.meta["score"]
+
+
+@pytest.mark.game
+@pytest.mark.integration
+def test_a_rescore_narrowed_to_some_candidates_and_clear_memory_on_a_working_memory_block(lm, task):
+    from workbench.agents.edits import ClearMemory
+
+    with Session(lm, task, memory="flat-recency", max_steps=4) as s:
+        s.step()
+        state = s.state
+        assert len(state.candidates) > 100  # ScienceWorld's valid actions: why a re-score can be narrowed
+        few = [state.candidates[3], state.candidates[0], state.candidates[3]]
+        r = s.rescore([ClearMemory()], candidates=few)
+        assert r.candidates == (state.candidates[3], state.candidates[0])  # in the order given, once each
+        assert sum(r.p) == pytest.approx(1.0) and sum(r.p_edited) == pytest.approx(1.0)
+        assert not r.noop and r.prompt.history_span is None  # the working-memory layout shows no history
+        assert r.edited_prompt.history_span is not None and r.edited_prompt.memory_tokens == 0
+        exact = s.rescore([ClearMemory()], candidates=few, exact=True)
+        assert r.p == pytest.approx(exact.p, abs=1e-5) and r.p_edited == pytest.approx(exact.p_edited, abs=1e-5)
+        assert s.distribution(few) == pytest.approx(dict(zip(r.candidates, r.p)), abs=1e-6)
+        for bad, match in ((["fly to the moon"], "not admissible"), ([], "not admissible"),
+                           ("look around", "not one string")):
+            with pytest.raises(SessionError, match=match):
+                s.rescore([], candidates=bad)
+        assert s.step_index == 1  # nothing played by looking

@@ -1,0 +1,51 @@
+"""``workbench partings``: where a memory method's episodes part from ReAct's, each parting state re-scored under
+one edit (``workbench.studies.parting_rescore``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from workbench.agents.edits import ClearMemory, RemoveReminder
+from workbench.studies.parting_rescore import parting_rescores, partings
+
+__all__ = ["add_parser", "cmd_partings", "EDITS"]
+
+#: the edits a parting state can be re-scored under, by the name ``--edit`` takes
+EDITS = {"clear-memory": ClearMemory, "remove-reminder": RemoveReminder}
+
+
+def cmd_partings(a: argparse.Namespace) -> int:
+    """List the partings (no ``--out``) or re-score them into ``--out`` (resumable); prints the rows as JSON lines.
+
+    Args:
+        a: the parsed ``workbench partings`` options.
+
+    Returns:
+        0; errors are raised (``main`` turns them into exit status 2).
+    """
+    if a.out is None:
+        rows = partings(a.method_run, a.reference_run)
+    else:
+        rows = parting_rescores(a.method_run, a.reference_run, edits=[EDITS[a.edit]()], tasks=a.task or None,
+                                out=a.out)
+    for row in rows:
+        print(json.dumps(row))
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``workbench partings``."""
+    p = sub.add_parser("partings", help="where a memory method's episodes part from ReAct's, re-scored under an edit",
+                       description="The tasks on which a memory method's run and ReAct's (same model, dtype and "
+                       "benchmark) start alike and first act differently; with --out, each parting state replayed "
+                       "live and scored over all its candidates as played and under --edit (resumable: a task "
+                       "already in --out is kept).")
+    p.add_argument("method_run", help="the memory method's run folder (e.g. .../arbiter)")
+    p.add_argument("reference_run", help="ReAct's run folder on the same tasks (memory none)")
+    p.add_argument("--edit", default="clear-memory", choices=tuple(EDITS),
+                   help="clear-memory: ReAct's layout, the history shown (default); remove-reminder: no reminder line")
+    p.add_argument("--task", action="append", default=[], metavar="TASK_ID", help="this task only (repeatable)")
+    p.add_argument("--out", default=None, metavar="FILE.json", help="re-score into this JSON file (without it: list "
+                   "the partings only)")
+    p.set_defaults(fn=cmd_partings)
