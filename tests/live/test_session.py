@@ -127,3 +127,21 @@ def test_a_fork_of_a_fork_keeps_the_first_forks_edits(lm, task):
     assert g.state.prompt(g.agent).memory_tokens < f.state.prompt(f.agent).memory_tokens  # both masks apply
     with pytest.raises(EditError):
         g.fork([RemoveReminder()])  # no reminder here: refused at the fork point, nothing made
+
+
+def test_closing_a_session_stops_its_policys_llm_server_and_its_game(lm, task):
+    """A policy on the served backend owns a llama.cpp process (~1 GB); a session left open in a kernel, and each
+    fork of it, would keep one alive until the kernel dies: close() stops it by its PID."""
+    import os
+
+    if os.environ.get("WORKBENCH_NO_SERVER") == "1":
+        pytest.skip("WORKBENCH_NO_SERVER=1: real llama.cpp server tests disabled")
+    with Session(lm, task, memory="proactive", options={"backend": "llama-server"}, max_steps=2) as s:
+        server = s.policy.backend.server
+        server.start()
+        pid = server.proc.pid
+        assert server.alive
+    assert not server.alive and server.proc.poll() is not None
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    assert s.env._env is None  # the game is closed too

@@ -364,11 +364,16 @@ class Session:
         return f
 
     def close(self) -> None:
-        """Stop the benchmark's simulator (ScienceWorld's JVM, by its pid); the session cannot play on. Also at
-        the end of a ``with Session(...) as s:`` block."""
+        """Stop what the session started: the benchmark's simulator (ScienceWorld's JVM, by its pid) and the
+        policy's LLM server (a ``backend: llama-server`` policy serves its model from a process of its own, ~1 GB,
+        which would otherwise live as long as the kernel). The session cannot play on; a fork is a session of its
+        own (close it too). Also at the end of a ``with Session(...) as s:`` block."""
         close = getattr(self.env, "close", None)
         if close is not None:
             close()
+        backend = getattr(self.policy, "backend", None)
+        if getattr(backend, "server", None) is not None:  # a served backend owns its server; others are shared
+            backend.close()
 
     def __enter__(self) -> Session:
         return self
