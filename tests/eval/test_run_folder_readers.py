@@ -118,3 +118,21 @@ def test_a_bug_is_one_line_without_debug_and_a_traceback_with_it(monkeypatch, ca
     assert "internal error: ZeroDivisionError: a bug" in err and "--debug" in err and "Traceback" not in err
     with pytest.raises(ZeroDivisionError):
         main(["--debug", "memory", "check", str(tmp_path)])
+
+
+def test_an_error_raised_while_a_stop_unwinds_is_the_stop_not_a_bug(monkeypatch, capsys, tmp_path):
+    """Finding (2026-12-07): SIGTERM while ScienceWorld's JVM was starting made py4j's half-built connection raise
+    AttributeError on the way out, which was reported as an internal error (a bug) instead of the stop it was."""
+    import workbench.cli.memory as memory_cli
+
+    def stopped_while_starting(*a, **k):
+        try:
+            raise KeyboardInterrupt("SIGTERM")
+        finally:
+            raise AttributeError("'GatewayConnection' object has no attribute 'shutdown_socket'")
+
+    monkeypatch.setattr(memory_cli, "_check", stopped_while_starting)
+    with pytest.raises(KeyboardInterrupt):
+        main(["memory", "check", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert "stopped (SIGTERM)" in err and "shutdown_socket" in err and "internal error" not in err

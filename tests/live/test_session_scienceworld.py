@@ -42,6 +42,23 @@ def test_a_task_of_one_benchmark_is_refused_under_another(lm, task):
         Session(lm, task, memory="none", env="alfworld")
 
 
+@pytest.mark.parametrize("memory,options,match", [
+    ("arbiter", {}, "offline-alfworld, ALFWorld's deterministic algorithms.*options=\\{'backend'"),
+    ("proactive", {}, "offline-alfworld"),
+    ("awm", {}, "built for ALFWorld"),
+])
+def test_a_policy_that_cannot_play_scienceworld_is_refused_before_anything_starts(task, memory, options, match):
+    # the model is a name never loaded: the refusal comes first, as a batch run's (RunConfig) does
+    with pytest.raises(ValueError, match=match):
+        Session("no-such-model", task, memory=memory, options=options)
+
+
+@pytest.mark.parametrize("max_steps", [0, -3, 2.5, True])
+def test_a_step_limit_must_be_a_whole_number_of_steps(task, max_steps):
+    with pytest.raises(ValueError, match="max_steps"):
+        Session("no-such-model", task, memory="none", max_steps=max_steps)
+
+
 @pytest.mark.game
 @pytest.mark.integration
 def test_a_scienceworld_session_stepped_to_its_end_is_the_batch_episode(lm, task):
@@ -60,6 +77,10 @@ def test_a_scienceworld_session_stepped_to_its_end_is_the_batch_episode(lm, task
         assert s.done and len(played) == 3
         assert s.trajectory().model_dump() == batch.trajectory.model_dump()
         assert s.trajectory().meta["score"] == batch.trajectory.meta["score"]
+        assert s.env.pid is not None
+    assert s.env.pid is None  # the JVM is stopped at the end of the with block
+    with pytest.raises(SessionError, match="session is closed"):
+        s.run()
 
 
 @pytest.mark.game
@@ -85,3 +106,16 @@ def test_a_rescore_narrowed_to_some_candidates_and_clear_memory_on_a_working_mem
             with pytest.raises(SessionError, match=match):
                 s.rescore([], candidates=bad)
         assert s.step_index == 1  # nothing played by looking
+        # the state's prefix is cached once; each candidate set keeps its own factual p, as exact as the first time
+        full = s.rescore([ClearMemory()])
+        again = s.rescore([ClearMemory()], candidates=few)
+        whole = s.rescore([ClearMemory()], exact=True)
+        assert full.candidates == state.candidates and again == r
+        assert full.p == pytest.approx(whole.p, abs=1e-5) and full.p_edited == pytest.approx(whole.p_edited, abs=1e-5)
+        f = s.fork([])  # a fork: a JVM of its own, the same benchmark and decode, the actions replayed
+        try:
+            assert (f.env_name, f.agent.decode) == ("scienceworld", "constrained")
+            assert [p.action for p in f.played] == [p.action for p in s.played]
+            assert f.state.candidates == state.candidates and f.env.pid != s.env.pid
+        finally:
+            f.close()

@@ -35,11 +35,11 @@ from workbench.locks import FolderBusyError
 
 __all__ = ["build_parser", "main", "COMMANDS"]
 
-DESCRIPTION = """The command line over the workbench library: play agents on ALFWorld (run, sweep), refine and
-audit memory bases (refine, memory), study retrieval heads (heads, utilization) and
-re-score where a method parts from ReAct (partings), build training data (experts,
-dagger, proactive-sft), merge runs and render the reports (merge-runs, reproduce), and list what they accept
-(list). Every --out is a folder; `workbench COMMAND --help` for each one's options."""
+DESCRIPTION = """The command line over the workbench library: play agents on ALFWorld and ScienceWorld (run, sweep),
+refine and audit memory bases (refine, memory), study retrieval heads (heads, utilization), re-score where a method
+parts from ReAct (partings), build training data (experts, dagger, proactive-sft), merge runs and render the reports
+(merge-runs, reproduce), and list what they accept (list). Every --out is a folder (partings: a JSON file);
+`workbench COMMAND --help` for each one's options."""
 
 # the order `workbench --help` lists them in
 COMMANDS = (run, sweep, refine, memory, llm_stages, proactive_sft, dagger, merge_runs, experts, reproduce, heads,
@@ -147,6 +147,13 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # a bug: one line, and where to see the rest
         if args.debug:
             raise
+        stop = e.__context__
+        while stop is not None and not isinstance(stop, KeyboardInterrupt):
+            stop = stop.__context__
+        if stop is not None:  # raised while a Ctrl-C / SIGTERM unwound (a half-started JVM's gateway): a stop
+            print(f"workbench {args.command}: stopped ({stop or 'interrupt'}); while stopping: {type(e).__name__}: {e}",
+                  file=sys.stderr)
+            raise stop from None
         print(f"workbench {args.command}: internal error: {type(e).__name__}: {e} (a bug: rerun with "
               f"`workbench --debug {args.command} ...` for the traceback, and report it)", file=sys.stderr)
         return 3

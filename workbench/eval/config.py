@@ -15,7 +15,8 @@ from workbench.envs.base import Task
 from workbench.envs.selection import NO_TASKS, parse_task_slice
 from workbench.models.registry import DEFAULT_AGENT
 
-__all__ = ["DTYPES", "OPTION_FIELDS", "RunConfig", "RunIdentity", "MAX_STEPS", "select_tasks", "policy_for"]
+__all__ = ["DTYPES", "OPTION_FIELDS", "RunConfig", "RunIdentity", "MAX_STEPS", "select_tasks", "policy_for",
+           "check_policy_on_benchmark"]
 
 
 DTYPES = ("float32", "bfloat16")
@@ -163,19 +164,7 @@ class RunConfig:
             if opt in valid:
                 value = valid[opt]
                 object.__setattr__(self, opt, tuple(value) if isinstance(value, list) else value)
-        if isinstance(self.backend, str) and self.backend.startswith("offline-scienceworld"):
-            raise ValueError(f"--backend offline-scienceworld answers AGMR's refinement stages on ScienceWorld "
-                             f"(`workbench refine --env scienceworld`), not --memory {self.memory}'s: give it an LLM "
-                             "(`workbench list backends`)")
-        if self.env != "alfworld" and self.memory in ALFWORLD_ONLY_POLICIES:
-            raise ValueError(f"--memory {self.memory} on {self.env}: AGMR Table 1's {self.memory} baseline is built for "
-                             "ALFWorld (its prompts teach ALFWorld's command language); on this benchmark play none, "
-                             "icl, traj (over a refined base for AGMR), arbiter or proactive")
-        if self.env != "alfworld" and isinstance(self.backend, str) and self.backend.startswith("offline-alfworld"):
-            raise ValueError(f"--memory {self.memory} on {self.env}: its LLM stages would run {self.backend}, "
-                             "ALFWorld's deterministic algorithms, on another benchmark's text; give it an LLM "
-                             "(--backend openai --backend-arg base_url=http://HOST:PORT/v1, or --backend local: "
-                             "`workbench list backends`)")
+        check_policy_on_benchmark(self.env, self.memory, self.backend)
 
     @property
     def options(self) -> dict:
@@ -247,6 +236,32 @@ class RunIdentity(BaseModel):
 
 
 assert set(RunIdentity.model_fields) == {f.name for f in fields(RunConfig)} - {"out"}, "RunIdentity != RunConfig"
+
+
+def check_policy_on_benchmark(env: str, memory: str, backend: object = None) -> None:
+    """Refuse a memory policy that cannot play on benchmark ``env`` as configured (a batch run and a live session
+    check the same): an ALFWorld-only baseline elsewhere, ALFWorld's offline stages on another benchmark's text, the
+    ScienceWorld refinement backend as a policy's.
+
+    Args:
+        backend: the policy's ``backend`` option after its defaults (None: it takes none).
+
+    Raises:
+        ValueError: naming the option and what to give instead.
+    """
+    if isinstance(backend, str) and backend.startswith("offline-scienceworld"):
+        raise ValueError(f"--backend offline-scienceworld answers AGMR's refinement stages on ScienceWorld "
+                         f"(`workbench refine --env scienceworld`), not --memory {memory}'s: give it an LLM "
+                         "(`workbench list backends`)")
+    if env != "alfworld" and memory in ALFWORLD_ONLY_POLICIES:
+        raise ValueError(f"--memory {memory} on {env}: AGMR Table 1's {memory} baseline is built for "
+                         "ALFWorld (its prompts teach ALFWorld's command language); on this benchmark play none, "
+                         "icl, traj (over a refined base for AGMR), arbiter or proactive")
+    if env != "alfworld" and isinstance(backend, str) and backend.startswith("offline-alfworld"):
+        raise ValueError(f"--memory {memory} on {env}: its LLM stages would run {backend}, "
+                         "ALFWorld's deterministic algorithms, on another benchmark's text; give it an LLM "
+                         "(--backend openai --backend-arg base_url=http://HOST:PORT/v1, or --backend local: "
+                         "`workbench list backends`)")
 
 
 def select_tasks(cfg: RunConfig, spec: str | None = None) -> list[Task]:

@@ -3,7 +3,8 @@ re-scored under memory edits -- the same re-score primitive the causal studies u
 
     s = Session("smollm2-135m-alfworld-v2", "valid_unseen/pick_and_place_simple-...", memory="arbiter",
                 options={"budget": 500}, dtype="bfloat16")
-    s = Session("smollm2-135m-alfworld-v2", "test/find-animal/225", memory="arbiter")   # a ScienceWorld task
+    s = Session("smollm2-135m-alfworld-v2", "test/find-animal/225", memory="arbiter",   # a ScienceWorld task
+                options={"backend": "llama-server"})      # MemArbiter's stages by an LLM (offline: ALFWorld's)
     s.state                      # the pending decision: prompt, memory block, candidates (a rescore.State)
     s.distribution()             # p over the candidates, as the agent will score them
     s.rescore([DropItem("goal"), MaskHeads([(13, 6)])])   # both distributions, TV, the new argmax
@@ -31,7 +32,7 @@ from typing import Any
 
 from workbench.agents.edits import Edit
 from workbench.agents.loop import Agent, Episode
-from workbench.agents.policy import MemoryPolicy, build_policy, policy_options
+from workbench.agents.policy import POLICIES, MemoryPolicy, build_policy, policy_options
 from workbench.agents.rescore import Rescore, State, rescore
 from workbench.attention.heads import default_retrieval_heads
 from workbench.attention.instrument import CaptureInstrument
@@ -41,7 +42,7 @@ from workbench.memory.trajectory import Trajectory
 from workbench.models import load_model
 from workbench.models.registry import DEFAULT_AGENT, list_models
 
-__all__ = ["Played", "Session", "SessionError", "find_task", "memory_mass", "replay_parity"]
+__all__ = ["Played", "Session", "SessionError", "benchmark_of", "find_task", "memory_mass", "replay_parity"]
 
 SPLITS = ("valid_unseen", "valid_seen", "valid_train")  # ALFWorld's, where a task id is looked up by default
 SPLITS_BY_BENCHMARK = {"alfworld": SPLITS, "scienceworld": ("test", "dev", "train")}
@@ -83,9 +84,9 @@ def find_task(task_id: str, splits: Sequence[str] | None = None, env: str | None
     import difflib
 
     near = difflib.get_close_matches(task_id, ids, n=3, cutoff=0.5)
-    form = "test/<task type>/<variation>" if name == "scienceworld" else "valid_unseen/<game>/trial_..."
+    forms = "ALFWorld's look like valid_unseen/<game>/trial_..., ScienceWorld's like test/<task type>/<variation>"
     raise SessionError(f"no {name} task {task_id!r} in {', '.join(splits)}" +
-                       (f"; closest: {', '.join(near)}" if near else f"; ids look like {form}"))
+                       (f"; closest: {', '.join(near)}" if near else f"; {forms}"))
 
 
 @dataclass(frozen=True)
@@ -133,6 +134,8 @@ class Session:
                  max_steps: int | None = None, policy: MemoryPolicy | None = None,
                  heads: Sequence[tuple[int, int]] | None = None, env: str | None = None,
                  decode: str | None = None) -> None:
+        if max_steps is not None and (isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1):
+            raise ValueError(f"max_steps {max_steps!r}: a whole number of steps, at least 1 (None: the benchmark's)")
         if isinstance(task, Task):
             env = env or task.benchmark
             if env.partition(":")[0] != task.benchmark:
@@ -146,15 +149,26 @@ class Session:
         if (policy is None and bench.default_memory_base is not None and "memory_base" in policy_options(memory)
                 and options.get("memory_base") is None):
             options["memory_base"] = str(bench.default_memory_base(env))
+        if policy is None:
+            from workbench.eval.config import check_policy_on_benchmark
+
+            valid = POLICIES.validate(memory, {k: v for k, v in options.items() if v not in (None, ())})
+            try:
+                check_policy_on_benchmark(env, memory, valid.get("backend"))
+            except ValueError as e:
+                raise ValueError(f"{e} (a Session takes it as options={{'backend': 'llama-server'}}, ...)") from None
         self._config = dict(memory=memory, options=options, retriever=retriever, max_steps=max_steps, env=env,
                             decode=decode)
+        self._owns_policy = policy is None  # close() stops the LLM server of a policy built here only
+        self._closed = False
         self.policy = policy or build_policy(memory, retriever, **options)
         self.edits: tuple[Edit, ...] = ()  # a fork's edits, applied to every decision from its fork point on
         self.lm = load_model(model, dtype=dtype) if isinstance(model, str) else model
         self.agent = Agent.for_benchmark(self.lm, env, **({"decode": decode} if decode else {}))
         # re-scores: its own cache, never the episode's; it scores every candidate it is given (the score decode)
         self._scorer_agent = Agent.for_benchmark(self.lm, env, decode="score")
-        self._prefix: dict[tuple, tuple] = {}  # (step, candidates) -> the scorer's cached prefix (Session.rescore)
+        # step -> (the scorer's cached prefix of that state, {candidates: their factual p}) (Session.rescore)
+        self._prefix: dict[int, tuple] = {}
         self.env = make_env(env, max_steps)
         if heads is None and self.lm.name in list_models():
             heads = default_retrieval_heads(self.lm.name, shape=(self.lm.n_layers, self.lm.n_heads))
@@ -185,6 +199,7 @@ class Session:
         Raises:
             SessionError: the episode is over.
         """
+        self._check_open()
         if self.done:
             raise SessionError(f"the episode is over after {self.step_index} steps (won: {self.episode.won}); "
                                "start a new Session to play again")
@@ -241,16 +256,21 @@ class Session:
             return rescore(self._scorer_agent, state, edits, instruments)
         apply_edits(self._scorer_agent, state, edits)  # refuse a bad edit before any forward or cache change
         scorer = self._scorer_agent.scorer
-        key = (self.step_index, state.candidates)
-        snap = self._prefix.get(key)
-        if snap is None:  # this state's prefix, extending the last state's cached one, and its distribution
+        snap = self._prefix.get(self.step_index)
+        if snap is not None:
+            scorer.restore(snap[0])  # the state's prefix, whatever an edited re-score left in the cache since
+        factual = snap[1].get(state.candidates) if snap is not None else None
+        if factual is None:  # this state's prefix (extending the last state's cached one) and p over these candidates
             from workbench.models.scoring import ActionScorer
 
             got = self._scorer_agent.decide(state.prompt(self._scorer_agent), list(state.candidates))
-            snap = (scorer.snapshot(), tuple(ActionScorer.normalise(got.scores)))
-            self._prefix = {key: snap}
-        scorer.restore(snap[0])
-        return rescore(self._scorer_agent, state, edits, instruments, reuse_prefix=True, factual=snap[1])
+            factual = tuple(ActionScorer.normalise(got.scores))
+            if snap is None:
+                snap = (scorer.snapshot(), {})
+                self._prefix = {self.step_index: snap}
+            snap[1][state.candidates] = factual
+            scorer.restore(snap[0])
+        return rescore(self._scorer_agent, state, edits, instruments, reuse_prefix=True, factual=factual)
 
     def attention(self, step: int = -1) -> list[dict]:
         """The captured heads' attention of a played decision (default: the last), per prompt span: one row per
@@ -313,6 +333,7 @@ class Session:
         Raises:
             SessionError: the episode is over. ValueError: ``action`` is not admissible (nothing was played).
         """
+        self._check_open()
         if self.done:
             raise SessionError(f"the episode is over after {self.step_index} steps (won: {self.episode.won})")
         k = self.step_index
@@ -339,6 +360,7 @@ class Session:
         from workbench.agents.edits import EditError
         from workbench.agents.rescore import apply_edits
 
+        self._check_open()
         edits = self.edits + tuple(edits)  # a fork of a fork keeps the first fork's edits
         if any(e.stage == "forward" for e in edits):
             raise EditError("a fork changes the memory the agent reads; a head mask is a re-score (Session.rescore)")
@@ -368,12 +390,21 @@ class Session:
         policy's LLM server (a ``backend: llama-server`` policy serves its model from a process of its own, ~1 GB,
         which would otherwise live as long as the kernel). The session cannot play on; a fork is a session of its
         own (close it too). Also at the end of a ``with Session(...) as s:`` block."""
-        close = getattr(self.env, "close", None)
-        if close is not None:
-            close()
-        backend = getattr(self.policy, "backend", None)
-        if getattr(backend, "server", None) is not None:  # a served backend owns its server; others are shared
-            backend.close()
+        self._closed = True
+        try:
+            close = getattr(self.env, "close", None)
+            if close is not None:
+                close()
+        finally:
+            backend = getattr(self.policy, "backend", None)
+            # a served backend owns its server; a policy the caller passed in is the caller's to close
+            if self._owns_policy and getattr(backend, "server", None) is not None:
+                backend.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SessionError("the session is closed (close() stopped its game and its LLM server): start a new "
+                               "Session, or Session.from_run to walk a recorded episode again")
 
     def __enter__(self) -> Session:
         return self
@@ -439,6 +470,7 @@ class Session:
 
     def run(self, until: Callable[[Played], bool] | None = None, max_steps: int | None = None) -> list[Played]:
         """Play until the episode ends, ``until(played)`` is true, or ``max_steps`` more steps were played."""
+        self._check_open()
         out: list[Played] = []
         while not self.done and (max_steps is None or len(out) < max_steps):
             out.append(self.step())
@@ -488,8 +520,8 @@ def replay_parity(folder: str, states: int = 50, model: Any = None) -> dict:
     for ep in read_episodes(folder):
         if len(rows) >= states:
             break
-        s = Session.from_run(folder, ep.task_id, model=lm)
-        rows += s.replay(to_step=min(ep.n_steps, states - len(rows)))
+        with Session.from_run(folder, ep.task_id, model=lm) as s:
+            rows += s.replay(to_step=min(ep.n_steps, states - len(rows)))
     dp = [abs(r["p_action"] - r["recorded_p_action"]) for r in rows if r["recorded_p_action"] is not None]
     played_on = read_json(f"{folder}/config.json").get("versions", {}).get("cpu")
     return {"folder": str(folder), "model": cfg.model, "dtype": cfg.dtype, "played_on": played_on,

@@ -2,35 +2,42 @@
 
 Where a memory method (MemArbiter, the proactive agent) and ReAct play the same task from the same start and first
 act differently at step k, the method's episode is replayed live to k (``Session.from_run``: its recorded actions,
-its policy and LLM stages as the run had them) and its state there is scored twice over the same candidates: as it
-stands, and under typed edits. The default edit is :class:`~workbench.agents.edits.ClearMemory`: the block replaced
-by ReAct's (no memory, the history shown again; a reminder line stays), so the world and the history are the same in
-both prompts by construction and only the layout differs; if the edited state picks ReAct's action, the layout
-carries the parting. ``RemoveReminder`` asks the same of the proactive agent's reminder.
+its policy and LLM stages re-run as the run ran them) and its state there is scored twice over the same candidates:
+as it stands, and under typed edits. The default edit is :class:`~workbench.agents.edits.ClearMemory`: the block
+replaced by ReAct's (no memory, the history shown again; a reminder line stays), so the world and the history are the
+same in both prompts by construction and only the layout differs; if the edited state picks ReAct's action, the
+layout carries the parting. ``RemoveReminder`` asks the same of the proactive agent's reminder.
 
-The scores are the ``score`` decode's (every candidate in one forward), whatever the run decoded; a row says
-whether that factual choice is the action the run wrote (the constrained decode's beam), so a parting the replay
-does not reproduce is seen as such, never read as an effect.
+A row is an effect only where the replay reproduces the parting. The scores are the ``score`` decode's (every
+candidate in one forward), whatever the run decoded, and the LLM stages run again live: a row says whether the
+replayed prompt has the recorded length (and the recorded reminder), whether its factual choice is the action the
+run wrote (``reproduced``), and whether the edited prompt is ReAct's own prompt of that state token for token;
+``takes the reference action`` is None where the parting is not reproduced, never counted.
 """
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from workbench.agents.edits import ClearMemory, Edit
+from workbench.agents.policy import build_policy
 from workbench.eval.run_folder import read_config, read_episodes
-from workbench.files import atomic_write_text, present, read_json
+from workbench.files import FormatError, atomic_write_text, present, read_json
 from workbench.live.session import Session
+from workbench.locks import folder_lock
 from workbench.models import load_model
 
 __all__ = ["partings", "parting_rescores", "parting_rescore_table"]
 
 
 def partings(method_folder: str | Path, reference_folder: str | Path) -> list[dict]:
-    """The tasks both runs played from the same first observation, with the first step (0-based index) at which
-    their actions differ and the two actions there; tasks whose episodes never part are left out.
+    """The tasks both runs played from the same first observation, with the first step at which their actions
+    differ (``step``, 1-based, as every table of the workbench counts steps) and the two actions there; tasks whose
+    episodes never part are left out.
 
     Raises:
         FileNotFoundError / FormatError: not run folders.
@@ -45,8 +52,34 @@ def partings(method_folder: str | Path, reference_folder: str | Path) -> list[di
         k = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), None)
         if k is None:
             continue
-        out.append({"task": t.task_id, "step": k, "action": a[k], "reference action": b[k]})
+        out.append({"task": t.task_id, "step": k + 1, "action": a[k], "reference action": b[k]})
     return out
+
+
+def _same_path(a: object, b: object) -> bool:
+    return isinstance(a, str) and Path(a).resolve() == Path(str(b)).resolve()
+
+
+def _kept_rows(out: Path, method_folder, reference_folder, edits: Sequence[Edit]) -> dict[str, dict]:
+    """The rows an earlier run of the same study kept in ``out`` (empty: no file yet)."""
+    if not present(out):
+        return {}
+    kept = read_json(out, "parting re-score file")
+    if not isinstance(kept, dict) or not isinstance(kept.get("rows"), list):
+        raise FormatError(out, "not a parting re-score file (expected {'rows': [...]})", fix="move it away")
+    for name, was, now in (("method", kept.get("method"), method_folder),
+                           ("reference", kept.get("reference"), reference_folder)):
+        if not _same_path(was, now):
+            raise ValueError(f"{out} holds the re-scores of {name} run {was}, not {now}: name another file")
+    if kept.get("edits") != [repr(e) for e in edits]:
+        raise ValueError(f"{out} holds the re-scores under {kept.get('edits')}, not {[repr(e) for e in edits]}: "
+                         "name another file")
+    rows: dict[str, dict] = {}
+    for i, row in enumerate(kept["rows"]):
+        if not isinstance(row, dict) or not isinstance(row.get("task"), str):
+            raise FormatError(out, "a row that names no task", where=f"rows[{i}]", fix="move the file away")
+        rows[row["task"]] = row
+    return rows
 
 
 def parting_rescores(method_folder: str | Path, reference_folder: str | Path, *,
@@ -55,23 +88,29 @@ def parting_rescores(method_folder: str | Path, reference_folder: str | Path, *,
     """The parting state of each task (:func:`partings`), re-scored as played and under ``edits``.
 
     Args:
-        method_folder: the working-memory method's run folder; ``reference_folder``: ReAct's (``memory: none``)
-            on the same tasks, model and dtype.
-        tasks: these task ids only (default: every parting).
-        model: the run's model already loaded in its dtype (default: loaded here).
+        method_folder: the memory method's run folder; ``reference_folder``: ReAct's (``memory: none``) on the same
+            tasks, model, dtype and benchmark.
         edits: the edit set (default: ReAct's layout, ``ClearMemory()``).
-        out: a JSON file to keep the rows in (written whole, atomically, with the folders, the edits and the
-            model); a task already there is not scored again, so an interrupted study resumes.
+        tasks: these task ids only (default: every parting); each must be one of the partings.
+        model: the run's model already loaded in its dtype (default, or another model or dtype: the run's is
+            loaded here).
+        out: a JSON file to keep the rows in (written whole, atomically, after each task, with the folders, the
+            edits and the model; its folder is locked while the study runs); a task already there is not scored
+            again, so an interrupted study resumes.
 
     Returns:
-        One row per task: the step (1-based), the method's and ReAct's actions there, the replay's check (its
-        factual choice and whether it is the action the run wrote), p of both actions as played and with ReAct's
-        block, the edited state's choice, the total-variation distance, and ``takes the reference action`` (the edited
-        state picks ReAct's action), with the prompt lengths of the edited state and of ReAct's recorded one
-        (equal where the edit rebuilds ReAct's prompt).
+        One row per task (the kept ones as kept): the step (1-based), the method's and ReAct's actions there; the
+        replay's checks (``replay same choices`` of ``replayed steps`` before it, ``prompt tokens`` against the
+        run's ``recorded prompt tokens``, ``reminder as recorded`` where the state shows one, ``reproduced``: its
+        factual choice is the action the run wrote); p of both actions as played and edited, the edited state's
+        choice, the total-variation distance; ``edited prompt is ReAct's`` (token for token, ReAct's prompt built
+        for the same state) and ``takes the reference action`` (the edited state picks ReAct's action; None where
+        the parting is not reproduced).
 
     Raises:
-        ValueError: the folders are of different models or dtypes, or ``reference_folder`` is not a ReAct run.
+        ValueError: the folders are not the same agent on the same benchmark, the reference is not ReAct, a task
+            is not a parting, or ``out`` holds another study. FormatError: ``out`` is malformed.
+        FolderBusyError: another study writes into ``out``'s folder.
     """
     mc, rc = read_config(method_folder).run, read_config(reference_folder).run
     if (mc.model, mc.dtype, mc.env) != (rc.model, rc.dtype, rc.env):
@@ -79,70 +118,97 @@ def parting_rescores(method_folder: str | Path, reference_folder: str | Path, *,
                          f"{rc.dtype}, {rc.env}) are not the same agent on the same benchmark")
     if rc.memory != "none":
         raise ValueError(f"{reference_folder}: the reference is ReAct (memory none), not '{rc.memory}'")
-    done: dict[str, dict] = {}
-    if out is not None and present(out):
-        kept = read_json(out, "parting re-score file")
-        if not isinstance(kept, dict) or not isinstance(kept.get("rows"), list):
-            raise ValueError(f"{out}: not a parting re-score file (expected {{'rows': [...]}}); move it away")
-        if ((kept.get("method"), kept.get("reference"), kept.get("edits"))
-                != (str(method_folder), str(reference_folder), [repr(e) for e in edits])):
-            raise ValueError(f"{out} holds the re-scores of {kept.get('method')} against {kept.get('reference')} "
-                             f"under {kept.get('edits')}, not these: name another file")
-        done = {r["task"]: r for r in kept["rows"]}
+    if isinstance(tasks, str):
+        raise ValueError(f"tasks {tasks!r}: a list of task ids, not one string")
+    found = partings(method_folder, reference_folder)
+    if tasks is not None:
+        unknown = sorted(set(tasks) - {p["task"] for p in found})
+        if unknown:
+            raise ValueError(f"{', '.join(unknown)}: not a parting of {method_folder} from {reference_folder} "
+                             f"(its partings: {', '.join(p['task'] for p in found) or 'none'})")
+    wanted = [p for p in found if tasks is None or p["task"] in tasks]
+    if out is None:
+        return _rescore(method_folder, reference_folder, mc, edits, wanted, model, {}, None)
+    out = Path(out)
+    with folder_lock(out.parent, f"workbench partings --out {out}"):
+        done = _kept_rows(out, method_folder, reference_folder, edits)
+        return _rescore(method_folder, reference_folder, mc, edits, wanted, model, done, out)
+
+
+def _rescore(method_folder, reference_folder, cfg, edits, wanted, model, done: dict, out: Path | None) -> list[dict]:
     ref = {t.task_id: t for t in read_episodes(reference_folder)}
-    wanted = [p for p in partings(method_folder, reference_folder) if tasks is None or p["task"] in tasks]
-    lm = model if model is not None and (model.name, model.dtype) == (mc.model, mc.dtype) else None
+    ran = {t.task_id: t for t in read_episodes(method_folder)}
+    lm = model if model is not None and (model.name, model.dtype) == (cfg.model, cfg.dtype) else None
     rows = []
     for p in wanted:
         if p["task"] in done:
             rows.append(done[p["task"]])
             continue
-        lm = lm or load_model(mc.model, dtype=mc.dtype)
-        with Session.from_run(str(method_folder), p["task"], model=lm) as s:
-            replayed = s.replay(to_step=p["step"])
-            r = s.rescore(list(edits), exact=True)
-        (pa, pa_ed), (pr, pr_ed) = (r.p_of(c) if c in r.candidates else (None, None)
-                                    for c in (p["action"], p["reference action"]))
-        rows.append({"task": p["task"], "step": p["step"] + 1, "action": p["action"],
-                     "reference action": p["reference action"], "candidates": len(r.candidates),
-                     "replay same choices": sum(x["same_choice"] for x in replayed), "replayed steps": len(replayed),
-                     "factual choice": r.choice, "factual is the run's": r.choice == p["action"],
-                     "p action": pa, "p reference action": pr, "edited choice": r.edited_command,
-                     "p action edited": pa_ed, "p reference action edited": pr_ed, "tv": r.tv,
-                     "takes the reference action": r.edited_command == p["reference action"],
-                     "edited prompt tokens": r.edited_prompt.n_tokens,
-                     "reference prompt tokens": _prompt_tokens(ref[p["task"]], p["step"])})
-        done[p["task"]] = rows[-1]
+        lm = lm or load_model(cfg.model, dtype=cfg.dtype)
+        row = _rescore_parting(method_folder, p, lm, edits, ran[p["task"]], ref[p["task"]])
+        bad = [key for key, v in row.items() if isinstance(v, float) and not math.isfinite(v)]
+        if bad:
+            raise ValueError(f"{p['task']}: the re-score gave non-finite {', '.join(bad)} (nothing kept for it)")
+        rows.append(row)
+        done[p["task"]] = row
         if out is not None:
-            _keep(out, method_folder, reference_folder, mc, edits, list(done.values()))
+            _keep(out, method_folder, reference_folder, cfg, edits, list(done.values()))
     return rows
 
 
-def _prompt_tokens(episode, k: int) -> int | None:
+def _rescore_parting(method_folder, p: dict, lm, edits, ran, ref) -> dict:
+    """One parting's row: the method's episode replayed live to the parting, its state re-scored under ``edits``."""
+    k = p["step"] - 1
+    with Session.from_run(str(method_folder), p["task"], model=lm) as s:
+        replayed = s.replay(to_step=k)
+        state = s.state
+        r = s.rescore(list(edits), exact=True)
+        react = build_policy("none")  # ReAct's own prompt of this state (no memory, the history shown)
+        react.begin(s.task, state.goal, state.room)
+        react_prompt = s.agent.build_prompt(react.memory(k, list(state.history)), state.room, state.goal,
+                                            list(state.history), state.observation)
+    recorded = _record(ran, k)
+    reproduced = r.choice == p["action"]
+    (pa, pa_ed), (pr, pr_ed) = (r.p_of(c) if c in r.candidates else (None, None)
+                                for c in (p["action"], p["reference action"]))
+    return {"task": p["task"], "step": p["step"], "action": p["action"],
+            "reference action": p["reference action"], "candidates": len(r.candidates),
+            "replay same choices": sum(x["same_choice"] for x in replayed), "replayed steps": len(replayed),
+            "prompt tokens": r.prompt.n_tokens, "recorded prompt tokens": recorded.get("prompt_tokens"),
+            **({"reminder as recorded": state.block.reminder == recorded.get("reminder")}
+               if state.block.reminder or recorded.get("reminder") else {}),
+            "factual choice": r.choice, "reproduced": reproduced,
+            "p action": pa, "p reference action": pr, "edited choice": r.edited_command,
+            "p action edited": pa_ed, "p reference action edited": pr_ed, "tv": r.tv,
+            "edited prompt is ReAct's": r.edited_prompt.tokens == react_prompt.tokens,
+            "edited prompt tokens": r.edited_prompt.n_tokens,
+            "reference prompt tokens": _record(ref, k).get("prompt_tokens"),
+            "takes the reference action": (r.edited_command == p["reference action"]) if reproduced else None}
+
+
+def _record(episode, k: int) -> dict:
     steps = (episode.meta or {}).get("steps") or []
-    return steps[k].get("prompt_tokens") if k < len(steps) and isinstance(steps[k], dict) else None
+    return steps[k] if k < len(steps) and isinstance(steps[k], dict) else {}
 
 
 def _keep(out: str | Path, method_folder, reference_folder, cfg, edits, rows: list[dict]) -> None:
-    import json
-
     from workbench.provenance import versions
 
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out, json.dumps({"method": str(method_folder), "reference": str(reference_folder),
                                        "model": cfg.model, "dtype": cfg.dtype, "edits": [repr(e) for e in edits],
-                                       "versions": versions(), "rows": rows}, indent=1) + "\n")
+                                       "versions": versions(), "rows": rows}, indent=1, allow_nan=False) + "\n")
 
 
 def parting_rescore_table(path: str | Path):
     """The kept rows of :func:`parting_rescores` (its ``out`` file) as a table.
 
     Raises:
-        FileNotFoundError / FormatError / ValueError: not such a file.
+        FileNotFoundError / FormatError: not such a file.
     """
     import pandas as pd
 
     kept = read_json(path, "parting re-score file")
     if not isinstance(kept, dict) or not isinstance(kept.get("rows"), list):
-        raise ValueError(f"{path}: not a parting re-score file (expected {{'rows': [...]}})")
+        raise FormatError(path, "not a parting re-score file (expected {'rows': [...]})", fix="move it away")
     return pd.DataFrame(kept["rows"])

@@ -312,7 +312,12 @@ class AgentPlayer:
         self.open(Session(lm, self.tasks[self.task.value], self.memory.value, options=options, heads=self.heads))
 
     def open(self, session: Any, note: str = "") -> None:
-        """Show ``session`` (a new one, a fork, a replayed run) in the player, its pickers set to it."""
+        """Show ``session`` (a new one, a fork, a replayed run) in the player, its pickers set to it. The session it
+        showed before is closed (its game and any LLM server it started: a served backend is a ~1 GB process per
+        session), unless it is ``session`` itself."""
+        old = self.session
+        if old is not None and old is not session:
+            old.close()
         self.session, self.columns, self.last_rescore = session, [], None
         t = session.task
         if t.task_id in self.tasks:
