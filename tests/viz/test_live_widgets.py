@@ -4,6 +4,9 @@ games, a tiny random Llama by path; the actions run in the caller's thread (back
 
 from __future__ import annotations
 
+import json
+import os
+
 import pytest
 
 from workbench.agents.edits import SetBand
@@ -154,3 +157,26 @@ def test_a_reminder_over_the_budget_is_a_message(tiny):
     assert "live-error" in p.rescored.value and "over the budget of 512" in p.rescored.value
     box.value = "Open the fridge before you look inside."
     assert p.last_rescore is not None and "ReplaceReminder" in p.rescored.value
+
+
+def test_the_player_plays_scienceworld_and_closes_the_session_it_replaces(tiny):
+    """A ScienceWorld task id plays ScienceWorld (its tasks listed by variation, its agent's constrained decode);
+    a memory method defaults to the served LLM there; Load / Reset closes the session it replaces (its JVM)."""
+    from workbench.viz.live import agent_player
+
+    path, lm = tiny
+    idle = agent_player(path, "test/find-animal/225", memory="arbiter", dtype="float32", load=False)
+    assert idle.env == "scienceworld" and json.loads(idle.options.value)["backend"] == "llama-server"
+    p = agent_player(path, "test/find-animal/225", memory="none", dtype="float32", background=False, heads=[(0, 0)])
+    try:
+        assert p.session.env_name == "scienceworld" and p.session.agent.decode == "constrained"
+        assert ("variation 225", "test/find-animal/225") in p.task.options and p.task_type.value == "find-animal"
+        p.step_btn.click()
+        assert "<b>step 1</b>" in p.status.value
+        first, pid = p.session, p.session.env.pid
+        p.load_btn.click()  # a new session of the same task: the first one's JVM is stopped
+        assert p.session is not first and first.env.pid is None and p.session.step_index == 0
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    finally:
+        p.session.close()

@@ -230,15 +230,23 @@ class AgentPlayer:
     """
 
     def __init__(self, model: str | None = None, task: str | None = None, memory: str = "arbiter",
-                 options: dict | None = None, dtype: str = "bfloat16", split: str = "valid_unseen",
-                 background: bool = True, heads: Sequence[tuple[int, int]] | None = None) -> None:
+                 options: dict | None = None, dtype: str = "bfloat16", split: str | None = None,
+                 background: bool = True, heads: Sequence[tuple[int, int]] | None = None,
+                 env: str | None = None) -> None:
         import ipywidgets as w
 
         from workbench.agents.policy import list_policies
-        from workbench.envs.alfworld import load_alfworld_tasks
+        from workbench.envs.benchmarks import benchmark, load_tasks
+        from workbench.live.session import benchmark_of
 
         self.background, self.heads = background, heads
-        self.tasks = {t.task_id: t for t in load_alfworld_tasks(split)}
+        # the benchmark: named, or the task's (a ScienceWorld id plays ScienceWorld), else ALFWorld
+        self.env = env or (benchmark_of(task) if task else "alfworld")
+        split = split or benchmark(self.env).default_split
+        self.tasks = {t.task_id: t for t in load_tasks(self.env, split)}
+        if options is None and memory in ("arbiter", "proactive") and self.env != "alfworld":
+            options = {"budget": 500} if memory == "arbiter" else {}
+            options["backend"] = "llama-server"  # their offline stages are ALFWorld's (a Session refuses them here)
         types = sorted({t.task_type for t in self.tasks.values()})
         first = self.tasks.get(task) if task else None
         if model is not None and not isinstance(model, str):  # a model the notebook already loaded
@@ -293,7 +301,8 @@ class AgentPlayer:
 
     def _fill_tasks(self, value: str | None = None) -> None:
         ids = [k for k, t in self.tasks.items() if t.task_type == self.task_type.value]
-        self.task.options = [(k.split("/")[1], k) for k in ids]
+        self.task.options = [(f"variation {t.meta['variation']}" if "variation" in t.meta else k.split("/")[1], k)
+                             for k, t in ((k, self.tasks[k]) for k in ids)]
         self.task.value = value if value in ids else ids[0]
 
     # -- actions -------------------------------------------------------------------------------------------------
@@ -309,7 +318,8 @@ class AgentPlayer:
             raise ValueError(f"options: not JSON ({e.msg}); e.g. {{\"budget\": 500}}") from None
         self.status.value = f"<i>loading {escape(self.model.value)} ({self.dtype.value})...</i>"
         lm = _model(self.model.value, self.dtype.value)
-        self.open(Session(lm, self.tasks[self.task.value], self.memory.value, options=options, heads=self.heads))
+        self.open(Session(lm, self.tasks[self.task.value], self.memory.value, options=options, heads=self.heads,
+                          env=self.env))
 
     def open(self, session: Any, note: str = "") -> None:
         """Show ``session`` (a new one, a fork, a replayed run) in the player, its pickers set to it. The session it
@@ -503,13 +513,15 @@ class AgentPlayer:
 
 def agent_player(model: str | None = None, task: str | None = None, memory: str = "arbiter",
                  options: dict | None = None, dtype: str = "bfloat16", *, load: bool = True,
-                 split: str = "valid_unseen", background: bool = True,
-                 heads: Sequence[tuple[int, int]] | None = None) -> AgentPlayer:
+                 split: str | None = None, background: bool = True,
+                 heads: Sequence[tuple[int, int]] | None = None, env: str | None = None) -> AgentPlayer:
     """The agent player (an :class:`AgentPlayer`; display it, or its ``widget``), loaded with ``task`` (default: the
     first of its type) unless ``load=False``. ``heads``: the heads whose attention shades the prompt and fills C
     (default: the model's committed retrieval heads). ``background=False`` runs every action in the caller's
-    thread."""
-    p = AgentPlayer(model, task, memory, options, dtype, split=split, background=background, heads=heads)
+    thread. ``env``: the benchmark (default: the task's, else ALFWorld; ``scienceworld`` lists its tasks, and
+    MemArbiter and the proactive agent then default to the served LLM for their stages); ``split``: its tasks
+    (default: the benchmark's, ALFWorld's valid_unseen, ScienceWorld's test@10)."""
+    p = AgentPlayer(model, task, memory, options, dtype, split=split, background=background, heads=heads, env=env)
     if load:
         p.worker.start(p.load, background=False)
     return p
@@ -696,7 +708,7 @@ def failure_browser(run: str | Path, refine: str | Path | None = None, player: A
     mode = w.Dropdown(options=modes, description="what went wrong", style={"description_width": "120px"})
     listing, note = w.VBox(), w.HTML()
     note.add_class("failure-note")
-    player = player or AgentPlayer(cfg.model, dtype=cfg.dtype, memory=cfg.memory, split=cfg.split,
+    player = player or AgentPlayer(cfg.model, dtype=cfg.dtype, memory=cfg.memory, split=cfg.split, env=cfg.env,
                                    background=background)
     worker = _Worker([player.load_btn, player.step_btn, player.run_btn, player.fork_btn], note)
     worker.stop = player.worker.stop  # the player's Stop ends a replay too
