@@ -136,3 +136,15 @@ def test_an_error_raised_while_a_stop_unwinds_is_the_stop_not_a_bug(monkeypatch,
         main(["memory", "check", str(tmp_path)])
     err = capsys.readouterr().err
     assert "stopped (SIGTERM)" in err and "shutdown_socket" in err and "internal error" not in err
+
+    def ctrl_c_then_os_error(*a, **k):  # a plain Ctrl-C (no message), and an error a user could fix on the way out
+        try:
+            raise KeyboardInterrupt
+        finally:
+            raise OSError("socket closed")
+
+    monkeypatch.setattr(memory_cli, "_check", ctrl_c_then_os_error)
+    with pytest.raises(KeyboardInterrupt):
+        main(["memory", "check", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert "stopped (interrupt); while stopping: OSError: socket closed" in err and "error:" not in err

@@ -145,3 +145,15 @@ def test_closing_a_session_stops_its_policys_llm_server_and_its_game(lm, task):
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
     assert s.env._env is None  # the game is closed too
+    with pytest.raises(SessionError, match="session is closed"):
+        s.step()
+    # a policy the caller made is the caller's: its server outlives the session
+    from workbench.agents.policy import build_policy
+
+    mine = build_policy("proactive", backend="llama-server")
+    with Session(lm, task, policy=mine, max_steps=2):
+        mine.backend.server.start()
+    try:
+        assert mine.backend.server.alive
+    finally:
+        mine.backend.close()

@@ -53,6 +53,13 @@ def test_a_policy_that_cannot_play_scienceworld_is_refused_before_anything_start
         Session("no-such-model", task, memory=memory, options=options)
 
 
+def test_a_method_with_an_llm_for_its_stages_passes_the_check(task):
+    # the check lets it through; what stops it is the model name, which comes after (nothing else started)
+    with pytest.raises(Exception) as e:
+        Session("no-such-model", task, memory="arbiter", options={"backend": "llama-server"})
+    assert "no-such-model" in str(e.value) and "offline-alfworld" not in str(e.value)
+
+
 @pytest.mark.parametrize("max_steps", [0, -3, 2.5, True])
 def test_a_step_limit_must_be_a_whole_number_of_steps(task, max_steps):
     with pytest.raises(ValueError, match="max_steps"):

@@ -37,7 +37,7 @@ def test_a_resumed_study_returns_the_kept_rows_and_scores_nothing_again(tmp_path
     monkeypatch.setattr(study, "_rescore_parting", _StandIn(crash="*"))
     monkeypatch.setattr(study, "load_model", lambda *a, **k: pytest.fail("a kept study loaded the model"))
     wanted = partings(ARBITER, REACT)
-    kept = [{"task": p["task"], "step": p["step"], "tv": 0.5} for p in wanted]
+    kept = [{"task": p["task"], "step": p["step"], "tv": 0.5, "reproduced": True} for p in wanted]
     out = tmp_path / "kept.json"
     _keep(out, ARBITER, REACT, read_config(ARBITER).run, [ClearMemory()], kept)
     # every parting is in the file: no model is loaded, nothing scored, the rows come back as kept
@@ -64,6 +64,9 @@ def test_a_kept_file_of_other_runs_or_edits_is_refused_and_left_as_it_was(tmp_pa
     _keep(bad, ARBITER, REACT, read_config(ARBITER).run, [ClearMemory()], [{"tv": 1.0}])
     with pytest.raises(FormatError, match=r"rows\[0\].*names no task"):
         parting_rescores(ARBITER, REACT, out=bad)
+    _keep(bad, ARBITER, REACT, read_config(ARBITER).run, [ClearMemory()], [{"task": "test/find-animal/225"}])
+    with pytest.raises(FormatError, match=r"rows\[0\].*older workbench.*re-score"):
+        parting_rescores(ARBITER, REACT, out=bad)
 
 
 class _StandIn:
@@ -77,7 +80,8 @@ class _StandIn:
         self.asked.append(p["task"])
         if p["task"] == self.crash:
             raise RuntimeError("simulated crash")
-        return {"task": p["task"], "step": p["step"], "tv": 0.25, "takes the reference action": True}
+        return {"task": p["task"], "step": p["step"], "tv": 0.25, "reproduced": True,
+                "takes the reference action": True}
 
 
 LM = type("LM", (), {"name": "smollm2-135m-alfworld-v2", "dtype": "bfloat16"})()  # the runs' model, never called

@@ -167,6 +167,8 @@ def test_the_player_plays_scienceworld_and_closes_the_session_it_replaces(tiny):
     path, lm = tiny
     idle = agent_player(path, "test/find-animal/225", memory="arbiter", dtype="float32", load=False)
     assert idle.env == "scienceworld" and json.loads(idle.options.value)["backend"] == "llama-server"
+    with pytest.raises(ValueError, match="not in scienceworld's test@1.*split="):
+        agent_player(path, "test/find-animal/250", memory="none", split="test@1", load=False)
     p = agent_player(path, "test/find-animal/225", memory="none", dtype="float32", background=False, heads=[(0, 0)])
     try:
         assert p.session.env_name == "scienceworld" and p.session.agent.decode == "constrained"

@@ -137,23 +137,22 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `workbench list grids | head -1`: the reader left, which is no error of the command
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit flush does not raise again
         return 1
-    except USER_ERRORS as e:
-        if args.debug:
-            raise
-        print(f"workbench {args.command}: error: {e}", file=sys.stderr)
-        return 2
     except (KeyboardInterrupt, SystemExit):
         raise
-    except Exception as e:  # a bug: one line, and where to see the rest
+    except Exception as e:
         if args.debug:
             raise
         stop = e.__context__
         while stop is not None and not isinstance(stop, KeyboardInterrupt):
             stop = stop.__context__
         if stop is not None:  # raised while a Ctrl-C / SIGTERM unwound (a half-started JVM's gateway): a stop
-            print(f"workbench {args.command}: stopped ({stop or 'interrupt'}); while stopping: {type(e).__name__}: {e}",
-                  file=sys.stderr)
+            print(f"workbench {args.command}: stopped ({str(stop) or 'interrupt'}); while stopping: "
+                  f"{type(e).__name__}: {e}", file=sys.stderr)
             raise stop from None
+        if isinstance(e, USER_ERRORS):
+            print(f"workbench {args.command}: error: {e}", file=sys.stderr)
+            return 2
+        # a bug: one line, and where to see the rest
         print(f"workbench {args.command}: internal error: {type(e).__name__}: {e} (a bug: rerun with "
               f"`workbench --debug {args.command} ...` for the traceback, and report it)", file=sys.stderr)
         return 3

@@ -156,7 +156,8 @@ class Session:
             try:
                 check_policy_on_benchmark(env, memory, valid.get("backend"))
             except ValueError as e:
-                raise ValueError(f"{e} (a Session takes it as options={{'backend': 'llama-server'}}, ...)") from None
+                hint = " (a Session takes it as options={'backend': 'llama-server'}, ...)" if "LLM" in str(e) else ""
+                raise ValueError(f"{e}{hint}") from None
         self._config = dict(memory=memory, options=options, retriever=retriever, max_steps=max_steps, env=env,
                             decode=decode)
         self._owns_policy = policy is None  # close() stops the LLM server of a policy built here only

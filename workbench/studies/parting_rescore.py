@@ -8,11 +8,14 @@ replaced by ReAct's (no memory, the history shown again; a reminder line stays),
 same in both prompts by construction and only the layout differs; if the edited state picks ReAct's action, the
 layout carries the parting. ``RemoveReminder`` asks the same of the proactive agent's reminder.
 
-A row is an effect only where the replay reproduces the parting. The scores are the ``score`` decode's (every
-candidate in one forward), whatever the run decoded, and the LLM stages run again live: a row says whether the
-replayed prompt has the recorded length (and the recorded reminder), whether its factual choice is the action the
-run wrote (``reproduced``), and whether the edited prompt is ReAct's own prompt of that state token for token;
-``takes the reference action`` is None where the parting is not reproduced, never counted.
+A row counts only where the replay reproduces the parting. The scores are the ``score`` decode's (every candidate in
+one forward), whatever the run decoded, and the LLM stages run again live: ``reproduced`` says the replayed prompt
+has the recorded length (and the recorded reminder) and its factual choice is the action the run wrote;
+``takes the reference action`` is None where it is not, never counted. ``edited prompt is ReAct's`` compares the
+edited prompt with ReAct's prompt at that step built from ReAct's own recorded episode, token for token: where it
+holds, the two states differed in nothing but what the edit removed (the world and the history are the same), so a
+decision that follows the edit is that piece of memory's, with nothing left over for the world or the history to
+explain.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Any
 
 from workbench.agents.edits import ClearMemory, Edit
 from workbench.agents.policy import build_policy
+from workbench.agents.rescore import state_at
 from workbench.eval.run_folder import read_config, read_episodes
 from workbench.files import FormatError, atomic_write_text, present, read_json
 from workbench.live.session import Session
@@ -78,6 +82,9 @@ def _kept_rows(out: Path, method_folder, reference_folder, edits: Sequence[Edit]
     for i, row in enumerate(kept["rows"]):
         if not isinstance(row, dict) or not isinstance(row.get("task"), str):
             raise FormatError(out, "a row that names no task", where=f"rows[{i}]", fix="move the file away")
+        if "reproduced" not in row:
+            raise FormatError(out, "a row without the replay's checks (an older workbench wrote it)",
+                              where=f"rows[{i}]", fix="move the file away and re-score")
         rows[row["task"]] = row
     return rows
 
@@ -101,11 +108,11 @@ def parting_rescores(method_folder: str | Path, reference_folder: str | Path, *,
     Returns:
         One row per task (the kept ones as kept): the step (1-based), the method's and ReAct's actions there; the
         replay's checks (``replay same choices`` of ``replayed steps`` before it, ``prompt tokens`` against the
-        run's ``recorded prompt tokens``, ``reminder as recorded`` where the state shows one, ``reproduced``: its
-        factual choice is the action the run wrote); p of both actions as played and edited, the edited state's
-        choice, the total-variation distance; ``edited prompt is ReAct's`` (token for token, ReAct's prompt built
-        for the same state) and ``takes the reference action`` (the edited state picks ReAct's action; None where
-        the parting is not reproduced).
+        run's ``recorded prompt tokens``, ``reminder as recorded`` where the state shows one; ``reproduced``: all
+        of these hold and the factual choice is the action the run wrote); p of both actions as played and edited,
+        the edited state's choice, the total-variation distance; ``edited prompt is ReAct's`` (token for token,
+        ReAct's prompt at that step built from ReAct's own recorded episode) and ``takes the reference action``
+        (the edited state picks ReAct's action; None where the parting is not reproduced).
 
     Raises:
         ValueError: the folders are not the same agent on the same benchmark, the reference is not ReAct, a task
@@ -163,20 +170,22 @@ def _rescore_parting(method_folder, p: dict, lm, edits, ran, ref) -> dict:
         replayed = s.replay(to_step=k)
         state = s.state
         r = s.rescore(list(edits), exact=True)
-        react = build_policy("none")  # ReAct's own prompt of this state (no memory, the history shown)
-        react.begin(s.task, state.goal, state.room)
-        react_prompt = s.agent.build_prompt(react.memory(k, list(state.history)), state.room, state.goal,
-                                            list(state.history), state.observation)
+        # ReAct's prompt at step k, from ReAct's own recorded episode (its room, goal, history and observation)
+        react_prompt = state_at(build_policy("none"), s.task, ref, k, r.candidates).prompt(s.agent)
     recorded = _record(ran, k)
-    reproduced = r.choice == p["action"]
+    # the replay is the run's state: the recorded prompt length (and reminder, where there is one), and the
+    # score decode over every candidate picks the action the run wrote
+    same_prompt = r.prompt.n_tokens == recorded.get("prompt_tokens")
+    same_reminder = state.block.reminder == recorded.get("reminder") if (state.block.reminder or
+                                                                          recorded.get("reminder")) else None
+    reproduced = r.choice == p["action"] and same_prompt and same_reminder is not False
     (pa, pa_ed), (pr, pr_ed) = (r.p_of(c) if c in r.candidates else (None, None)
                                 for c in (p["action"], p["reference action"]))
     return {"task": p["task"], "step": p["step"], "action": p["action"],
             "reference action": p["reference action"], "candidates": len(r.candidates),
             "replay same choices": sum(x["same_choice"] for x in replayed), "replayed steps": len(replayed),
             "prompt tokens": r.prompt.n_tokens, "recorded prompt tokens": recorded.get("prompt_tokens"),
-            **({"reminder as recorded": state.block.reminder == recorded.get("reminder")}
-               if state.block.reminder or recorded.get("reminder") else {}),
+            **({"reminder as recorded": same_reminder} if same_reminder is not None else {}),
             "factual choice": r.choice, "reproduced": reproduced,
             "p action": pa, "p reference action": pr, "edited choice": r.edited_command,
             "p action edited": pa_ed, "p reference action edited": pr_ed, "tv": r.tv,

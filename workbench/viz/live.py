@@ -244,6 +244,9 @@ class AgentPlayer:
         self.env = env or (benchmark_of(task) if task else "alfworld")
         split = split or benchmark(self.env).default_split
         self.tasks = {t.task_id: t for t in load_tasks(self.env, split)}
+        if task and task not in self.tasks:
+            raise ValueError(f"task {task} is not in {self.env}'s {split} ({len(self.tasks)} tasks): name its split "
+                             "(split=...)")
         if options is None and memory in ("arbiter", "proactive") and self.env != "alfworld":
             options = {"budget": 500} if memory == "arbiter" else {}
             options["backend"] = "llama-server"  # their offline stages are ALFWorld's (a Session refuses them here)
@@ -323,12 +326,18 @@ class AgentPlayer:
 
     def open(self, session: Any, note: str = "") -> None:
         """Show ``session`` (a new one, a fork, a replayed run) in the player, its pickers set to it. The session it
-        showed before is closed (its game and any LLM server it started: a served backend is a ~1 GB process per
-        session), unless it is ``session`` itself."""
+        showed before is closed, whichever way it is replaced (Load / Reset, Continue from here, an episode the
+        failure browser opens): its game and any LLM server it started (a served backend is a ~1 GB process per
+        session). Keep a session you want to go on with out of the player, or fork it yourself."""
         old = self.session
-        if old is not None and old is not session:
-            old.close()
         self.session, self.columns, self.last_rescore = session, [], None
+        if old is not None and old is not session:
+            try:
+                old.close()
+            except Exception as e:  # noqa: BLE001 - the new session is shown whatever the old one's close did
+                import warnings
+
+                warnings.warn(f"the session the player replaced did not close cleanly: {e}", stacklevel=2)
         t = session.task
         if t.task_id in self.tasks:
             self.task_type.value = t.task_type
@@ -686,6 +695,7 @@ def failure_browser(run: str | Path, refine: str | Path | None = None, player: A
     """
     import ipywidgets as w
 
+    from workbench.eval.config import RunConfig
     from workbench.eval.failures import diagnosed_failures, failure_findings
     from workbench.eval.run_folder import read_config, read_episodes
 
@@ -709,7 +719,7 @@ def failure_browser(run: str | Path, refine: str | Path | None = None, player: A
     listing, note = w.VBox(), w.HTML()
     note.add_class("failure-note")
     player = player or AgentPlayer(cfg.model, dtype=cfg.dtype, memory=cfg.memory, split=cfg.split, env=cfg.env,
-                                   background=background)
+                                   options=RunConfig.from_identity(str(run), cfg).options, background=background)
     worker = _Worker([player.load_btn, player.step_btn, player.run_btn, player.fork_btn], note)
     worker.stop = player.worker.stop  # the player's Stop ends a replay too
 
@@ -720,11 +730,15 @@ def failure_browser(run: str | Path, refine: str | Path | None = None, player: A
         lm = model or _model(cfg.model, cfg.dtype)
         s = Session.from_run(str(run), f.task_id, model=lm)
         rows = []
-        for k in range(f.step):  # one step at a time: progress shown, Stop honoured
-            if worker.stop.is_set():
-                break
-            rows += s.replay(to_step=k + 1)
-            note.value = f"<i>replaying {escape(f.task_id)}: step {k + 1} of {f.step}</i>"
+        try:
+            for k in range(f.step):  # one step at a time: progress shown, Stop honoured
+                if worker.stop.is_set():
+                    break
+                rows += s.replay(to_step=k + 1)
+                note.value = f"<i>replaying {escape(f.task_id)}: step {k + 1} of {f.step}</i>"
+        except BaseException:
+            s.close()  # a replay that fails leaves no game or LLM server behind
+            raise
         same = sum(r["same_choice"] for r in rows)
         player.open(s, note=f"{f.mode} in <code>{escape(f.task_id)}</code> at step {f.step}: {escape(f.detail)}")
         note.value = (f"opened at step {s.step_index}: the replay reproduced {same} of {len(rows)} recorded choices"
