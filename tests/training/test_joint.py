@@ -110,3 +110,21 @@ def test_the_joint_data_renders_scienceworld_as_its_runs_do(tiny_lm, monkeypatch
     bench = benchmark("scienceworld")
     assert jd.builder.history_chunk == bench.history_chunk == 10
     assert jd.builder.max_tokens == bench.max_prompt_tokens - 48
+
+
+def test_the_joint_agents_card_states_its_mixture(tmp_path):
+    """Issue 48: one agent for both benchmarks, the model card stating the mixture (rewritten from the committed
+    training record, as training writes it)."""
+    import json
+    import shutil
+    from pathlib import Path
+
+    from workbench.training.card import adapter_summary, write_model_card
+
+    folder = Path(__file__).resolve().parents[2] / "workbench/assets/adapters/smollm2-135m-alfworld-scienceworld"
+    record = json.loads((folder / "training_log.json").read_text())
+    for name in ("adapter_config.json", "adapter_model.safetensors"):
+        shutil.copy(folder / name, tmp_path / name)
+    card = write_model_card(tmp_path, record, adapter_summary(tmp_path)).read_text()
+    n = record["data"]["scienceworld_trajectories"]
+    assert f"- ScienceWorld: {n} gold paths of its train@10 variations" in card and "ScienceWorld gold paths" in card

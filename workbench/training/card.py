@@ -109,6 +109,13 @@ def write_model_card(folder: str | Path, record: dict, adapter: dict, evaluation
     val_s = record.get("val_s", max(0.0, record["train_wall_s"] - record["updates_s"]))
     val_time = f"; validation {val_s / 60:.1f} min" if val else ""
     memory_line = _memory_line(data)
+    if data.get("scienceworld_trajectories"):  # the joint agent: ScienceWorld's gold paths beside ALFWorld's data
+        memory_line += (f"\n- ScienceWorld: {data['scienceworld_trajectories']} gold paths of its "
+                        f"{data.get('scienceworld_split', '?')} variations (every task type, ETO's `easy` "
+                        "simplifications, ScienceWorld's own instructions and prompt budget), mixed into the same "
+                        "updates under the same layouts: one agent for both benchmarks. Its dev and test "
+                        "variations are never read.")
+    mixture = (" and ScienceWorld gold paths" if data.get("scienceworld_trajectories") else "")
     start0 = ("the adapter the run starts from, measured before the first update" if init
               else "the base model (the LoRA adapter starts as the identity)")
     title, regenerate = _identity(folder, record)
@@ -118,14 +125,14 @@ def write_model_card(folder: str | Path, record: dict, adapter: dict, evaluation
     text = f"""# {title} (LoRA adapter)
 
 A LoRA adapter for SmolLM2-135M-Instruct (`{record['base_hf_id']}`, from the packaged Q4_1 GGUF dequantized
-to fp32), trained by memory-conditioned behaviour cloning on ALFWorld expert trajectories so that the
+to fp32), trained by memory-conditioned behaviour cloning on ALFWorld expert trajectories{mixture} so that the
 workbench's log-likelihood agent can act. `load_model("{title}")` merges it into the base once
 and caches the merged fp32 model, so TransformerLens hooks, capture and parity work unchanged.
 
 Regenerate: {regenerate}.
 
 ## Data
-- Split: **valid_train only** (200 games). valid_seen gives the validation loss; valid_unseen is never read.
+- Split: **valid_train only** (200 games) of ALFWorld. valid_seen gives the validation loss; valid_unseen is never read.
 - Planner replays: {data['planner_trajectories']} successful trajectories.
 - Handcoded search: {data['handcoded_trajectories']} successful trajectories ({hc_line}).
 - Layout: exactly the agent's prompt (`PromptBuilder` + `render_pieces`); the target at step k is the expert's
