@@ -21,7 +21,11 @@ For each dtype, on the same teacher-forced steps (Traj memory, the default agent
     :data:`workbench.models.plain.EXACT_SHORTCUTS` (a power-of-two scaling moved onto the queries, the mask added
     from its first non-zero key column; both bit for bit);
   - ``hf-sdpa``: the same scorer over a copy of the weights with transformers' fused
-    ``scaled_dot_product_attention`` (a candidate, measured, not used).
+    ``scaled_dot_product_attention`` (a candidate, measured, not used);
+  - ``compiled``: ``--forward compiled`` (:mod:`workbench.models.compiled`: the plain model's decoder stack through
+    ``torch.compile``, eager's operations fused by inductor); its one-off compile (the first steps of the process)
+    is timed apart (``compile_s``: the extra time of its first three steps over the plain path's, before the timed
+    states) and left out of its step times.
 
   ``--glibc-defaults`` runs it all with glibc's own allocator thresholds (``WORKBENCH_MALLOPT=0``: every large
   temporary a fresh ``mmap``, page faults at first touch), the state before :mod:`workbench.models.allocator`; the
@@ -37,10 +41,13 @@ retrieval heads or of every head, through the bridge's hooks (``bridge``) and th
 (``plain``), the rows compared as well as the scores.
 
 Then (``--sweep-tasks``) the same episodes played by 2 Ray workers with every unhooked step through the bridge
-(``--forward bridge``) and through the plain path (the default): episodes per hour of each, timed from all workers
-ready, and whether the two wrote identical trajectories.
+(``--forward bridge``), through the plain path (the default) and, with ``--sweep-compiled``, compiled
+(``--forward compiled``, each worker's compile inside the timed hour): episodes per hour of each, timed from all
+workers ready, and whether each wrote the bridge's trajectories.
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/step_limit.py --json benchmarks/notes/step_limit.json
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/step_limit.py --paths bridge,plain,compiled --tasks 0:134:6 \
+        --steps 136 --sweep-tasks '' --json benchmarks/notes/step_limit_compiled.json
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/step_limit.py --glibc-defaults --sweep-tasks '' \
         --json benchmarks/notes/step_limit_glibc_defaults.json
 
@@ -197,34 +204,63 @@ def steps_of(split: str, tasks: str, n_steps: int):
     return out[:n_steps]
 
 
-@torch.no_grad()
-def measure(lm, dtype: str, states, scorers: dict[str, ActionScorer], bridge) -> dict:
-    """Per path: step times, decisions and scores on ``states`` (arms interleaved, the order rotating), each path
-    compared with ``bridge``."""
+def prompts_of(lm, states):
+    """Each state's (new episode?, prefix, suffix, candidates) as the agent builds it under Traj memory (its
+    retriever loaded on the first)."""
     agent = Agent.from_model(lm)  # its prompt builder
-    scorers = {"bridge": bridge} | scorers
     policy = build_policy("traj")
-    times = {p: [] for p in scorers}
-    best = {p: [] for p in scorers}
-    scores = {p: [] for p in scorers}
-    flops, tokens = [], []
     current = None
-    for i, (task, expert, k) in enumerate(states):
-        if expert.task_id != current:
+    for task, expert, k in states:
+        first = expert.task_id != current
+        if first:
             current = expert.task_id
-            for s in scorers.values():
-                s.reset()
             policy.begin(task, expert.goal, expert.initial_observation)
         step = expert.steps[k]
         block = policy.memory(k, list(expert.steps[:k]))
         prompt = agent.builder.build(expert.initial_observation, expert.goal, expert.steps[:k], memory=block.pieces,
                                      final_observation=step.observation if k else None)
-        cands = list(expert.meta["admissible"][k])
+        yield first, list(prompt.prefix), list(prompt.suffix), list(expert.meta["admissible"][k])
+        policy.observe(step, expert.steps[k + 1].observation if k + 1 < expert.n_steps else "")
+
+
+@torch.no_grad()
+def warm_up(lm, states, compiled: ActionScorer) -> float:
+    """The compile of ``compiled`` (its graphs: no cache, a fresh cache, a cropped one): seconds its first three steps
+    of ``states`` take over the plain path's same steps. The retriever (a transformers model: building one after the
+    compile would make every graph compile again, models.compiled) is loaded first, as in a run."""
+    plain = ActionScorer(lm, forward="auto")
+    prompts = list(prompts_of(lm, states[:3]))
+    spent = 0.0
+    for scorer, sign in ((compiled, 1.0), (plain, -1.0)):
+        scorer.reset()
+        for first, prefix, suffix, cands in prompts:
+            if first:
+                scorer.reset()
+            t0 = time.perf_counter()
+            scorer.score(prefix, suffix, cands)
+            spent += sign * (time.perf_counter() - t0)
+        scorer.reset()
+    return spent
+
+
+@torch.no_grad()
+def measure(lm, dtype: str, states, scorers: dict[str, ActionScorer], bridge) -> dict:
+    """Per path: step times, decisions and scores on ``states`` (arms interleaved, the order rotating), each path
+    compared with ``bridge``."""
+    scorers = {"bridge": bridge} | scorers
+    times = {p: [] for p in scorers}
+    best = {p: [] for p in scorers}
+    scores = {p: [] for p in scorers}
+    flops, tokens = [], []
+    for i, (first, prefix, suffix, cands) in enumerate(prompts_of(lm, states)):
+        if first:
+            for s in scorers.values():
+                s.reset()
         names = list(scorers)
         names = names[i % len(names):] + names[:i % len(names)]
         for p in names:
             t0 = time.perf_counter()
-            r = scorers[p].score(list(prompt.prefix), list(prompt.suffix), cands)
+            r = scorers[p].score(prefix, suffix, cands)
             times[p].append(time.perf_counter() - t0)
             best[p].append(r.best)
             scores[p].append(r.scores)
@@ -235,26 +271,32 @@ def measure(lm, dtype: str, states, scorers: dict[str, ActionScorer], bridge) ->
                 n_rows = len({lay.query_index} | {q for path in lay.candidate_paths for q in path[:-1]})
                 flops.append(step_flops(lm.hf_model.config, lay.n_cached, n_q, n_rows))
                 tokens.append(n_q)
-        policy.observe(step, expert.steps[k + 1].observation if k + 1 < expert.n_steps else "")
     return {"times": times, "best": best, "scores": scores, "flops": flops, "tokens": tokens}
 
 
-def sweep_rates(model: str, dtype: str, tasks: str, max_steps: int, out: Path) -> dict:
-    """Episodes per hour of 2 workers on ``tasks`` with each forward path, and whether their trajectories agree."""
+def sweep_rates(model: str, dtype: str, tasks: str, max_steps: int, out: Path, compiled: bool = False) -> dict:
+    """Episodes per hour of 2 workers on ``tasks`` with each forward path, and how many episodes of each wrote the
+    bridge's actions."""
     from throughput import episodes_per_hour  # beside this script
 
     from workbench.models.scoring import set_default_forward
 
     rates, played = {}, {}
-    for forward in ("bridge", "auto"):
+    for forward in ("bridge", "auto") + (("compiled",) if compiled else ()):
         set_default_forward(forward)  # the executor hands it to its workers
         rates[forward], rows = episodes_per_hour(model, dtype, tasks, max_steps, 2, out / forward)
         played[forward] = {json.loads(line)["task_id"]: json.loads(line) for line in rows.decode().splitlines()}
     set_default_forward("auto")
-    same = sum(1 for k, ep in played["auto"].items()
-               if [st["action"] for st in ep["steps"]] == [st["action"] for st in played["bridge"][k]["steps"]])
-    return {"episodes_per_hour": rates, "speedup": rates["auto"] / rates["bridge"], "episodes": len(played["auto"]),
-            "same_actions": same}
+
+    def same(forward: str) -> int:
+        return sum(1 for k, ep in played[forward].items()
+                   if [st["action"] for st in ep["steps"]] == [st["action"] for st in played["bridge"][k]["steps"]])
+
+    report = {"episodes_per_hour": rates, "speedup": rates["auto"] / rates["bridge"], "episodes": len(played["auto"]),
+              "same_actions": same("auto")}
+    if compiled:
+        report |= {"speedup_compiled": rates["compiled"] / rates["bridge"], "same_actions_compiled": same("compiled")}
+    return report
 
 
 def main() -> None:
@@ -267,6 +309,7 @@ def main() -> None:
     ap.add_argument("--sweep-tasks", default="0:134:17", help="episodes of the 2-worker comparison ('' skips it)")
     ap.add_argument("--sweep-dtype", default="bfloat16")
     ap.add_argument("--sweep-max-steps", type=int, default=20)
+    ap.add_argument("--sweep-compiled", action="store_true", help="also play the sweep with --forward compiled")
     ap.add_argument("--paths", default="bridge,plain,plain-all-ops,plain-whole,hf-sdpa",
                     help="the paths timed, interleaved (bridge is always run: the others are compared with it)")
     ap.add_argument("--glibc-defaults", action="store_true",
@@ -294,14 +337,22 @@ def main() -> None:
         scorers = {"plain": lambda: ActionScorer(lm, forward="auto"),
                    "plain-whole": lambda: whole_blocks(ActionScorer(lm, forward="auto")),
                    "plain-all-ops": lambda: all_ops(ActionScorer(lm, forward="auto")),
-                   "hf-sdpa": lambda: hf_scorer(lm, "sdpa", dtype)}
+                   "hf-sdpa": lambda: hf_scorer(lm, "sdpa", dtype),
+                   "compiled": lambda: ActionScorer(lm, forward="compiled")}
         if a.capture != "none":  # every path's steps captured: the bridge's hooks, the plain path's taps
+            if wanted - {"bridge", "plain"}:
+                print(f"--capture times bridge and plain only (a captured step is never compiled): "
+                      f"{', '.join(sorted(wanted - {'bridge', 'plain'}))} left out")
             heads = capture_heads(lm, a.capture)
             scorers = {"plain": lambda: Captured(lm, ActionScorer(lm, forward="auto"), heads)}
             bridge = Captured(lm, ActionScorer(lm, forward="bridge"), heads)
         else:
             bridge = ActionScorer(lm, forward="bridge")
         scorers = {p: make() for p, make in scorers.items() if p in wanted}
+        if "compiled" in scorers:  # its one-off compile, before the timed states
+            report.setdefault("compile_s", {})[dtype] = warm_up(lm, states, scorers["compiled"])
+            print(f"{dtype:8s} compiled: compile {report['compile_s'][dtype]:.0f} s (its first steps over the plain "
+                  "path's)")
         m = measure(lm, dtype, states, scorers, bridge)
         tdtype = next(lm.hf_model.parameters()).dtype
         peak = matmul_peak(lm.hf_model.config, int(statistics.median(m["tokens"])), tdtype)
@@ -333,7 +384,8 @@ def main() -> None:
 
         tmp = Path(tempfile.mkdtemp(prefix="step-limit-"))
         try:
-            report["sweep"] = sweep_rates(a.model, a.sweep_dtype, a.sweep_tasks, a.sweep_max_steps, tmp)
+            report["sweep"] = sweep_rates(a.model, a.sweep_dtype, a.sweep_tasks, a.sweep_max_steps, tmp,
+                                          compiled=a.sweep_compiled)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         sw = report["sweep"]
@@ -341,6 +393,10 @@ def main() -> None:
               f"{sw['episodes_per_hour']['bridge']:.0f} episodes/h through the bridge, "
               f"{sw['episodes_per_hour']['auto']:.0f} on the plain path ({sw['speedup']:.2f}x); "
               f"the same actions in {sw['same_actions']} of {sw['episodes']} episodes")
+        if a.sweep_compiled:
+            print(f"2 workers compiled: {sw['episodes_per_hour']['compiled']:.0f} episodes/h "
+                  f"({sw['speedup_compiled']:.2f}x the bridge, compiles included); the bridge's actions in "
+                  f"{sw['same_actions_compiled']} of {sw['episodes']} episodes")
     if a.json:
         Path(a.json).write_text(json.dumps(report, indent=1))
     print(" ".join(f"{d}:{p}={r['limit_ratio']:.2f}" for d, v in report["dtypes"].items()

@@ -320,3 +320,13 @@ def test_reuse_prefix_refuses_what_would_leave_its_effect_in_the_cached_prefix(a
         rescore(agent, _state(), [DropItem("E1")], [HeadMaskInstrument([PLANTED], 4)], reuse_prefix=True)
     assert forwards == []  # refused before any forward
     assert not rescore(agent, _state(), [MaskHeads(PLANTED)]).noop  # from an empty cache (the default) it is scored
+
+
+def test_a_compiled_scorer_is_refused_a_rescore(monkeypatch):
+    """A compiled step's scores are not eager's, and a forward edit or an instrument runs eager: the re-score would
+    compare two arithmetics."""
+    monkeypatch.setenv("WORKBENCH_FORWARD", "compiled")
+    agent = Agent.from_model(build_copy_lm())
+    assert agent.scorer.forward == "compiled"
+    with pytest.raises(ValueError, match="forward='auto'"):
+        rescore(agent, _state())

@@ -309,6 +309,8 @@ def rescore_many(agent: Agent, state: State, edit_sets: Mapping[str, Sequence[Ed
 
     Raises:
         EditError: an edit cannot apply to this state, or cannot with ``reuse_prefix`` (before any forward).
+        ValueError: the agent's scorer runs compiled (``forward="compiled"``: batch play only), or ``factual`` does
+            not fit.
     """
     factual_prompt = state.prompt(agent)
     edited = {name: apply_edits(agent, state, edits) for name, edits in edit_sets.items()}
@@ -316,6 +318,10 @@ def rescore_many(agent: Agent, state: State, edit_sets: Mapping[str, Sequence[Ed
         _check_prefix_reuse(edited, instruments)
     elif factual is not None:
         raise ValueError("factual= needs reuse_prefix=True (the distribution of the cached factual prefix)")
+    if getattr(agent.scorer, "forward", None) == "compiled":
+        raise ValueError("this agent's scorer runs unhooked steps compiled (forward='compiled'), and a forward edit or "
+                         "an instrument runs eager: a re-score must compare one arithmetic with itself; build the "
+                         "agent's scorer with forward='auto' (workbench.models.scoring.set_default_forward('auto'))")
     if factual is not None and len(factual) != len(state.candidates):
         raise ValueError(f"factual: {len(factual)} probabilities for {len(state.candidates)} candidates")
     cands = list(state.candidates)

@@ -140,16 +140,24 @@ def add_dtype(p: argparse.ArgumentParser, default: str | None = "float32",
                    f"{help} (default: {default})")
 
 
-def add_device(p: argparse.ArgumentParser) -> None:
+def add_device(p: argparse.ArgumentParser, compiled: bool = False) -> None:
     """``--device``: where this command's models run (checked before anything is loaded or written); ``--forward``:
     how a step that no instrument hooks, or only the attention capture watches, runs (inherited by worker processes,
-    as the device is)."""
+    as the device is). ``compiled``: offer ``--forward compiled`` (the commands that play episodes in batch only: a
+    study that compares scores, a re-score or a head mask, must not mix compiled and eager arithmetic)."""
+    from workbench.models.scoring import FORWARDS
+
     p.add_argument("--device", default=None, help=DEVICE_HELP)
-    p.add_argument("--forward", default=None, choices=("auto", "bridge"),
+    p.add_argument("--forward", default=None, choices=FORWARDS if compiled else tuple(f for f in FORWARDS
+                                                                                       if f != "compiled"),
                    help="a step no instrument hooks, or only the attention capture watches (its read-only taps), "
                    "through the plain transformers model on the bridge's weights (auto, the default: the same scores "
                    "and rows, faster) or through the TransformerLens bridge (bridge); a head mask or a hook_pattern "
-                   "reader always uses the bridge")
+                   "reader always uses the bridge" + (
+                       "; compiled: an unhooked step on the plain model with its decoder stack through torch.compile "
+                       "(faster after a one-off compile per process, not eager's scores: the same bf16 action at "
+                       "97.8%% of measured states; a run of its own, which a run folder played otherwise refuses to "
+                       "resume)" if compiled else ""))
 
 
 def add_decode(p: argparse.ArgumentParser, help: str, default: str | None = "score") -> None:
@@ -177,7 +185,7 @@ def add_executor(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpus-per-worker", type=float, default=None, metavar="N",
                    help="GPUs each Ray worker reserves (1: one 7-8B model per GPU; 0.5: two small ones); the workers "
                    "then load models on cuda")
-    add_device(p)
+    add_device(p, compiled=True)
 
 
 def add_progress(p: argparse.ArgumentParser) -> None:

@@ -25,9 +25,10 @@ def run_conditions(
         lm (LoadedModel | str): a loaded model (played in this process), or a model name (loaded by each worker; in this process
             when ``workers`` and ``ray_address`` are unset).
         dtype: the dtype of the runs (default: ``lm``'s, or float32 for a name).
-        split, max_steps: None takes the benchmark's default (``run["env"]``, ALFWorld when not given).
+        split: None takes the benchmark's default (``run["env"]``, ALFWorld when not given).
+        max_steps: None takes the benchmark's default, as ``split`` does.
         tf_tasks: None or "" scores teacher forcing on ``episode_tasks`` where the benchmark has it on.
-        run: more :class:`RunConfig` fields shared by every condition: ``env="scienceworld"``, ``task_types``,
+        **run (Any): more :class:`RunConfig` fields shared by every condition: ``env="scienceworld"``, ``task_types``,
             ``decode``, ``teacher_forcing``, ``memory_base`` ...
     """
     loaded = not isinstance(lm, str)

@@ -66,7 +66,7 @@ class Worker:
             the caller's model).
         max_models: how many models to keep loaded at once.
         device: where models load (None: this process's default, ``workbench.models.device``).
-        forward: how an unhooked step runs in this process (``auto`` / ``bridge``,
+        forward: how an unhooked step runs in this process (``auto`` / ``bridge`` / ``compiled``,
             ``workbench.models.scoring.set_default_forward``; None: this process's default).
     """
 

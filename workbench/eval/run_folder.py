@@ -157,6 +157,14 @@ def identity_diff(old: dict, new: dict, ignore: tuple[str, ...] = ()) -> dict:
     return key_diff(old, new, skip)
 
 
+def played_forward() -> str:
+    """How this process plays a run's unhooked steps, as far as its scores go: ``compiled`` or ``eager`` (the plain
+    path and the bridge give the same scores)."""
+    from workbench.models.scoring import default_forward
+
+    return "compiled" if default_forward() == "compiled" else "eager"
+
+
 def check_resume(cfg: RunConfig, resume: bool) -> set[str]:
     """The task ids ``cfg.out`` already holds episodes of; refuses (before anything is written) a folder holding
     a run without ``resume``, or a run of other parameters (a folder written before runs recorded their
@@ -179,6 +187,10 @@ def check_resume(cfg: RunConfig, resume: bool) -> set[str]:
             raise ValueError(f"{cfg_path}: --resume, but the adapter of model {cfg.model} changed since this run "
                              f"began ({then} -> {now}: it was retrained); its episodes would mix two agents: "
                              "evaluate it in a new --out")
+        if resume and (then := saved.versions.get("forward") or "eager") != (now := played_forward()):
+            raise ValueError(f"{cfg_path}: --resume, but this run was played {then} and this process plays {now} "
+                             f"(--forward {'compiled' if then == 'compiled' else 'auto'} continues it): a compiled "
+                             "step's scores are not eager's, and its episodes would mix the two; or use a new --out")
         if resume and (then := saved.memory_base_digest):
             now = memory_base_digest(cfg)
             if now != then:
@@ -238,6 +250,8 @@ def write_run_config(cfg: RunConfig, device: str | None = None) -> None:
         record["versions"]["beam"] = str(BEAM)  # the constrained decode's (the file keeps strings)
     if device and device != "cpu":
         record["versions"]["device"] = describe_device(device)
+    if played_forward() == "compiled":  # not eager's scores (models.compiled): the run says so (resume checks it)
+        record["versions"]["forward"] = "compiled"
     # a run resumed under other versions (a later commit, a package upgrade) keeps those it was played with before
     old = read_config(out).model_dump(exclude_defaults=True) if present(out / CONFIG_FILE) else {}
     earlier = [v for v in [*old.get("earlier_versions", []), old.get("versions")] if v]

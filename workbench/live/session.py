@@ -136,6 +136,12 @@ class Session:
                  decode: str | None = None) -> None:
         if max_steps is not None and (isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1):
             raise ValueError(f"max_steps {max_steps!r}: a whole number of steps, at least 1 (None: the benchmark's)")
+        from workbench.models.scoring import default_forward
+
+        if default_forward() == "compiled":
+            raise SessionError("this process's forward is 'compiled' (batch play only): a session's steps are captured "
+                               "(eager) and its re-scores compare eager arithmetic; "
+                               "workbench.models.scoring.set_default_forward('auto') first")
         if isinstance(task, Task):
             env = env or task.benchmark
             if env.partition(":")[0] != task.benchmark:

@@ -130,6 +130,18 @@ def visible_prefix(n_keys: int) -> Iterator[None]:
         _VISIBLE.reset(token)
 
 
+def family_eager(module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                 attention_mask: torch.Tensor | None, scaling: float, dropout: float = 0.0,
+                 **kwargs: Any) -> tuple[torch.Tensor, Any] | None:
+    """The family's own eager attention where it has soft-capping or sinks (Gemma 2, GPT-OSS), else None."""
+    if kwargs.get("softcap") is None and kwargs.get("s_aux") is None and getattr(module, "sinks", None) is None:
+        return None
+    import sys
+
+    family = sys.modules[type(module).__module__].eager_attention_forward
+    return family(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs)
+
+
 def grouped_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                       attention_mask: torch.Tensor | None, scaling: float, dropout: float = 0.0,
                       **kwargs: Any) -> tuple[torch.Tensor, None]:
@@ -143,11 +155,8 @@ def grouped_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value
     sinks (Gemma 2, GPT-OSS) go to the family's own eager function. Returns no attention weights (nothing reads them on this path). The taps of
     :func:`attention_taps` read the layer's query and keys first."""
     _run_taps(module, query, key, scaling)
-    if kwargs.get("softcap") is not None or kwargs.get("s_aux") is not None or getattr(module, "sinks", None) is not None:
-        import sys
-
-        family = sys.modules[type(module).__module__].eager_attention_forward
-        return family(module, query, key, value, attention_mask, scaling=scaling, dropout=dropout, **kwargs)
+    if (special := family_eager(module, query, key, value, attention_mask, scaling, dropout, **kwargs)) is not None:
+        return special
     b, n_heads, n, d = query.shape
     kv_heads, n_keys = key.shape[1], key.shape[2]
     groups = n_heads // kv_heads

@@ -21,7 +21,11 @@ each tapped layer's post-RoPE query and keys instead. A step that nothing hooks,
 (:func:`workbench.models.plain.plain_model`): the same eager computation without the bridge's per-module Python, the
 same scores bit for bit on the CPU (tests/models/test_plain_model.py), the KV cache shared between the two. Only the
 architectures of the matrix (``TESTED_ARCHITECTURES``) take it; any other keeps the bridge. ``forward="bridge"``
-(``--forward bridge``, ``WORKBENCH_FORWARD=bridge``) sends every step through the bridge.
+(``--forward bridge``, ``WORKBENCH_FORWARD=bridge``) sends every step through the bridge. ``forward="compiled"``
+(``--forward compiled``) runs an unhooked step on the plain model with its decoder stack compiled
+(:func:`workbench.models.compiled.compiled_model`: 1.1-1.3x faster a step here, not eager's scores: the same action at
+97.8 % of bf16 states, so never the default, and for batch play only: a re-score or a session refuses it); a step
+that taps watch runs on the uncompiled plain model.
 
 A forward that raises (a hook, a tap, an interrupt) drops the cached prefix: some layers would already hold this
 step's keys. The next step recomputes the prefix; each hook's ``on_abort`` (the capture's) is called so the
@@ -44,8 +48,10 @@ from workbench.models.plain import (AttentionTap, PlainModelError, attention_tap
 __all__ = ["ForwardLayout", "ScoreResult", "WriteResult", "ActionScorer", "common_prefix_len", "sliding_windows",
            "FORWARDS", "default_forward", "set_default_forward", "log_softmax_rows", "plain_taps", "check_taps_fired"]
 
-#: How an unhooked step runs: ``auto`` (the plain model on the bridge's weights) or ``bridge`` (always the bridge).
-FORWARDS = ("auto", "bridge")
+#: How an unhooked step runs: ``auto`` (the plain model on the bridge's weights), ``bridge`` (always the bridge) or
+#: ``compiled`` (the plain model's decoder stack through ``torch.compile``: :mod:`workbench.models.compiled`, opt-in,
+#: not eager's scores bit for bit).
+FORWARDS = ("auto", "bridge", "compiled")
 _FORWARD_ENV = "WORKBENCH_FORWARD"
 
 
@@ -246,7 +252,7 @@ class ActionScorer:
         reuse_cache: False re-encodes the whole prompt every step (the baseline for the cost benchmark).
         end_token: text appended to each candidate (end of the assistant turn), so a candidate that is a
             prefix of another is not favoured.
-        forward: ``auto`` or ``bridge`` (module docstring); None: :func:`default_forward`.
+        forward: ``auto``, ``bridge`` or ``compiled`` (module docstring); None: :func:`default_forward`.
     """
 
     def __init__(self, lm: LoadedModel, reuse_cache: bool = True, end_token: str | None = "<|im_end|>",
@@ -257,8 +263,9 @@ class ActionScorer:
         if self.forward not in FORWARDS:
             raise ValueError(f"forward '{self.forward}': expected one of {', '.join(FORWARDS)}")
         self._plain: Any = None  # built on the first unhooked step; False: this architecture has no plain path
+        self._compiled: Any = None  # forward="compiled": built on the first unhooked step
         self._hook_points: list | None = None
-        self.last_path = ""  # the path the last score() took: "bridge" or "plain"
+        self.last_path = ""  # the path the last score() took: "bridge", "plain" or "compiled"
         tok = lm.tokenizer
         self._end_ids: list[int] = []
         if end_token is not None and end_token in tok.get_vocab():
@@ -477,6 +484,8 @@ class ActionScorer:
         inp = torch.tensor([toks], device=device)
         taps = plain_taps(hooks)
         plain = self._plain_forward() if taps is not None else None
+        if plain is not None and not taps and self.forward == "compiled":
+            plain = self._compiled_forward()
         try:
             if plain is not None:
                 kwargs.pop("return_type")
@@ -489,7 +498,7 @@ class ActionScorer:
                     else:
                         out = plain(input_ids=inp, use_cache=True, **kwargs)
                 logits, cache = out.logits, out.past_key_values
-                self.last_path = "plain"
+                self.last_path = "compiled" if plain is self._compiled else "plain"
             elif hooks:
                 with bridge.hooks(fwd_hooks=hooks):
                     logits, cache = bridge(inp, **kwargs)
@@ -516,15 +525,15 @@ class ActionScorer:
 
     def plain_path(self) -> Any:
         """The plain transformers model (:func:`~workbench.models.plain.plain_model`) this scorer runs a step on
-        when no hook, or only read-only taps (:func:`plain_taps`), watch it; None where every step goes through
-        the bridge (``forward="bridge"``, a hook left on the bridge itself, or an architecture outside the
-        matrix)."""
+        when no hook, or only read-only taps (:func:`plain_taps`), watch it (with ``forward="compiled"``, a tapped
+        step; an unhooked one runs compiled); None where every step goes through the bridge (``forward="bridge"``,
+        a hook left on the bridge itself, or an architecture outside the matrix)."""
         return self._plain_forward()
 
     def _plain_forward(self) -> Any:
         """The plain model for a step no hook reads, or None where it must go through the bridge (``forward`` is
         ``bridge``, a hook sits on the bridge itself, or the architecture has no plain path)."""
-        if self.forward != "auto" or self._plain is False:
+        if self.forward == "bridge" or self._plain is False:
             return None
         if self._plain is None and type(self.lm.hf_model).__name__ not in TESTED_ARCHITECTURES:
             # the bridge's own arithmetic differs from transformers' in the last bits for some families outside
@@ -545,6 +554,14 @@ class ActionScorer:
                 self._plain = False
                 return None
         return self._plain
+
+    def _compiled_forward(self) -> Any:
+        """The compiled plain model (:func:`~workbench.models.compiled.compiled_model`), built once per model."""
+        if self._compiled is None:
+            from workbench.models.compiled import compiled_model
+
+            self._compiled = compiled_model(self.lm)
+        return self._compiled
 
     @staticmethod
     def _mask(n_cached: int, n_new: int, node_parent: list[int], dtype: torch.dtype = torch.float32,

@@ -26,10 +26,10 @@ def capture_cost(lm, split: str = "test@10", task_types: list[str] | None = None
     default the 7 types the AGMR paper dropped).
 
     Args:
-        lm: the loaded agent model (its committed retrieval heads are captured).
+        lm (LoadedModel): the loaded agent model (its committed retrieval heads are captured).
         max_steps: stop after this many steps of the episode (None: all of it).
         full_context: the prompt's budget is the model's context, not ScienceWorld's 4,096 tokens.
-        progress: called with each step's row (a dict), e.g. ``print``.
+        progress (Callable[[dict], Any] | None): called with each step's row (a dict), e.g. ``print``.
 
     Returns:
         the task, the steps measured, the longest prompt, each arm's median step time and their ratio, the bytes the
