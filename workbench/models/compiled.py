@@ -35,7 +35,7 @@ from typing import Any
 
 import torch
 
-from workbench.models.plain import PlainModelError, family_eager, plain_model
+from workbench.models.plain import PlainModelError, family_eager, plain_model, register_attention, weighted_values
 
 __all__ = ["compiled_model", "fused_attention", "FUSED", "CompileError", "RECOMPILE_LIMIT"]
 
@@ -69,20 +69,10 @@ def fused_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: 
     if attention_mask is not None:
         weights = weights + attention_mask[:, :, :, :n_keys]
     weights = torch.nn.functional.softmax(weights, dim=-1, dtype=torch.float32).to(query.dtype)
-    weights = torch.nn.functional.dropout(weights, p=dropout, training=module.training)
-    out = torch.matmul(weights.view(b, kv_heads, groups * n, n_keys), value).view(b, n_heads, n, -1)
-    return out.transpose(1, 2).contiguous(), None
+    return weighted_values(module, weights, value, dropout), None
 
 
-def _register() -> None:
-    from transformers import AttentionInterface
-    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
-
-    AttentionInterface.register(FUSED, fused_attention)
-    ALL_MASK_ATTENTION_FUNCTIONS.register(FUSED, ALL_MASK_ATTENTION_FUNCTIONS["eager"])
-
-
-_register()
+register_attention(FUSED, fused_attention)
 
 
 class _Compiled:

@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 __all__ = ["plain_model", "bridge_hooked", "PlainModelError", "grouped_attention", "GROUPED", "attention_taps",
-           "AttentionTap", "StopForward", "visible_prefix"]
+           "AttentionTap", "StopForward", "visible_prefix", "family_eager", "register_attention", "weighted_values"]
 
 #: A read-only look at one layer's attention inputs on the plain path: ``tap(query, key, scaling)`` with the
 #: post-RoPE ``query`` ``[batch, head, query_pos, d_head]`` of this forward and ``key`` ``[batch, kv_head,
@@ -190,21 +190,30 @@ def grouped_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value
             if mask is not None and z < n_keys:
                 block[..., z:].add_(mask[:, :, i:i + rows, z:])
             block.copy_(torch.nn.functional.softmax(block, dim=-1, dtype=torch.float32))
+    return weighted_values(module, weights, value, dropout), None
+
+
+def weighted_values(module: Any, weights: torch.Tensor, value: torch.Tensor, dropout: float) -> torch.Tensor:
+    """The attention's output ``[batch, query, head, d_head]``: ``weights`` ``[batch, head, query, key]`` (dropout
+    applied in training) times each head's values, a kv head's query heads stacked as rows of one product."""
+    b, n_heads, n, n_keys = weights.shape
+    kv_heads = value.shape[1]
     weights = torch.nn.functional.dropout(weights, p=dropout, training=module.training)
-    out = torch.matmul(weights.view(b, kv_heads, groups * n, n_keys), value).view(b, n_heads, n, -1)
-    return out.transpose(1, 2).contiguous(), None
+    out = torch.matmul(weights.view(b, kv_heads, (n_heads // kv_heads) * n, n_keys), value).view(b, n_heads, n, -1)
+    return out.transpose(1, 2).contiguous()
 
 
-def _register() -> None:
+def register_attention(name: str, fn: Callable[..., Any]) -> None:
+    """``fn`` as transformers' attention implementation ``name``, with eager's masks (the masks transformers builds
+    where none is given, a prefill or generation: additive, 4-D)."""
     from transformers import AttentionInterface
     from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
 
-    AttentionInterface.register(GROUPED, grouped_attention)
-    # the masks transformers builds where none is given (a prefill, generation) are eager's: additive, 4-D
-    ALL_MASK_ATTENTION_FUNCTIONS.register(GROUPED, ALL_MASK_ATTENTION_FUNCTIONS["eager"])
+    AttentionInterface.register(name, fn)
+    ALL_MASK_ATTENTION_FUNCTIONS.register(name, ALL_MASK_ATTENTION_FUNCTIONS["eager"])
 
 
-_register()
+register_attention(GROUPED, grouped_attention)
 
 
 class FlatLinear(torch.nn.Module):
