@@ -16,7 +16,9 @@ action at every state, scores up to 2.5e-5 apart (issue 49 keeps a path within 1
 (2.99 against 3.62), the same action at 97.8 % of the states (issue 49 asks for 99 %), scores up to 0.43 apart
 (bf16's own noise: eager rounds every intermediate to 8 bits). Rounding as eager does inside the fused kernels
 (inductor's ``emulate_precision_casts``) kept 97.8 % and was slower (``step_limit_compiled_emulated.log``). So it
-misses both of the issue's bars and is never the default: a run played with it is a run of its own (its
+misses both of the issue's bars, and on a short sweep (34 episodes, 2 workers) each worker's compile outweighs the
+faster steps (364 episodes an hour against the plain path's 856, ``benchmarks/notes/step_limit_sweep_compiled.log``;
+16 of the 34 episodes took the bridge's actions throughout). It is never the default: a run played with it is a run of its own (its
 ``config.json`` says ``versions.forward = compiled``, and ``--resume`` refuses the other arithmetic), not a replay of
 an eager one. It is for batch play (``run``, ``sweep``, ``dagger``): a study that compares scores would compare it
 with eager steps (a captured or masked step runs eager), so a ``Session`` and the re-score primitive refuse it.
