@@ -125,3 +125,20 @@ def test_run_merge_leaves_teacher_forcing_alone_unless_every_part_has_it(tmp_pat
     before = (whole / "teacher_forced.json").read_text()
     m = merge_runs([even, odd], whole, tasks="0:10")
     assert "teacher_forced" not in m and (whole / "teacher_forced.json").read_text() == before
+
+
+def test_parts_played_compiled_merge_as_compiled_and_never_with_eager_ones(tmp_path, monkeypatch):
+    """A compiled step's scores are not eager's (workbench.models.compiled): the merged run says how its episodes were
+    played, whatever the merging process's forward, and parts of the two are refused."""
+    monkeypatch.setenv("WORKBENCH_FORWARD", "auto")
+    even, odd = _part(tmp_path / "even", "0:10:2"), _part(tmp_path / "odd", "1:10:2")
+    for part in (even, odd):
+        record = json.loads((part / "config.json").read_text())
+        record["versions"]["forward"] = "compiled"
+        (part / "config.json").write_text(json.dumps(record))
+    merge_runs([even, odd], tmp_path / "all", tasks="0:10")
+    assert json.loads((tmp_path / "all" / "config.json").read_text())["versions"]["forward"] == "compiled"
+    eager = _part(tmp_path / "eager", "1:10:2")
+    with pytest.raises(ValueError, match="different forwards"):
+        merge_runs([even, eager], tmp_path / "mixed", tasks="0:10")
+    assert not (tmp_path / "mixed").exists()

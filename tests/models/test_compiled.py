@@ -173,3 +173,17 @@ def test_a_session_refuses_the_compiled_forward(monkeypatch):
     monkeypatch.setenv("WORKBENCH_FORWARD", "compiled")
     with pytest.raises(SessionError, match=r"set_default_forward\('auto'\)"):
         Session(model=_tiny_lm(), task="valid_unseen/0")
+
+
+def test_episodes_played_compiled_are_not_adopted_into_an_eager_run(tmp_path, monkeypatch):
+    from workbench.eval.adoption import adopt_episodes
+    from workbench.eval.config import RunConfig
+    from workbench.eval.run_folder import write_run_config
+
+    monkeypatch.setenv("WORKBENCH_FORWARD", "compiled")
+    source = RunConfig(out=str(tmp_path / "source"), memory="none", tasks="0:2")
+    write_run_config(source)
+    set_default_forward("auto")
+    with pytest.raises(ValueError, match="played compiled and this run plays eager"):
+        adopt_episodes(RunConfig(out=str(tmp_path / "target"), memory="none", tasks="0:2"), source.out)
+    assert not (tmp_path / "target").exists()

@@ -16,6 +16,7 @@ from workbench.eval.run_folder import (
     identity_diff,
     memory_base_digest,
     model_adapter_hash,
+    played_forward,
     read_config,
     write_run_config,
 )
@@ -175,6 +176,9 @@ def _source_run(src: Path) -> tuple[dict, dict]:
 def _check_same_agent(cfg: RunConfig, src: Path, saved: dict) -> None:
     if (then := saved.get("model_adapter")) != (now := model_adapter_hash(cfg.model)):
         raise ValueError(f"{src}: played by adapter {then} of model {cfg.model}, which is now {now} (retrained)")
+    if (then := (saved.get("versions") or {}).get("forward") or "eager") != (now := played_forward()):
+        raise ValueError(f"{src}: its episodes were played {then} and this run plays {now} (models.compiled: not the "
+                         "same scores); adopt them with the forward they were played with")
 
 
 def _write_adopted(cfg: RunConfig, src: Path, saved: dict, adopted: list[tuple[str, str]],

@@ -58,8 +58,11 @@ def _merge_runs(parts: list[str | Path], out: str | Path, tasks: str, allow_part
     identity: dict | None = None
     first: Path | None = None
     episodes: dict[str, Trajectory] = {}
+    forwards: dict[str, str] = {}  # how each part's episodes were played (models.compiled)
     for folder in map(Path, parts):
-        run = read_config(folder).run.model_dump()  # strict: types, ranges, unknown fields
+        saved = read_config(folder)  # strict: types, ranges, unknown fields
+        run = saved.run.model_dump()
+        forwards[str(folder)] = saved.versions.get("forward") or "eager"
         trajs = read_episodes(folder)
         ident = _sans_tasks(run)
         if identity is None:
@@ -73,6 +76,9 @@ def _merge_runs(parts: list[str | Path], out: str | Path, tasks: str, allow_part
                                  "another part")
             episodes[traj.task_id] = traj
     assert identity is not None
+    if len(set(forwards.values())) > 1:
+        raise ValueError(f"the parts were played with different forwards ({forwards}): a compiled step's scores are "
+                         "not eager's; merge the parts of one forward")
     cfg = RunConfig.from_identity(str(out), identity | {"tasks": tasks})
     order = [t.task_id for t in select_tasks(cfg)]
     _check_coverage(set(episodes), order, tasks, allow_partial, "episodes", "have no episode in the parts")
@@ -84,7 +90,7 @@ def _merge_runs(parts: list[str | Path], out: str | Path, tasks: str, allow_part
     metrics = batch_metrics(merged) | {"merged_from": [str(p) for p in parts]}
     has_tf = [(Path(p) / "teacher_forced.json").exists() for p in parts]
     tf = _merged_teacher_forced(parts, tasks, allow_partial) if all(has_tf) else None
-    write_run_config(cfg)
+    write_run_config(cfg, forward=next(iter(forwards.values())))
     if tf is not None:
         atomic_write_text(out / "teacher_forced.json", json.dumps(tf, indent=1))
         metrics["teacher_forced"] = tf["result"]

@@ -219,10 +219,12 @@ def memory_base_digest(cfg: RunConfig) -> str | None:
     return None
 
 
-def write_run_config(cfg: RunConfig, device: str | None = None) -> None:
+def write_run_config(cfg: RunConfig, device: str | None = None, forward: str | None = None) -> None:
     """``cfg.out/config.json``: the run's identity (what ``--resume`` must match) and the package versions; with
     them the accelerator that plays the episodes (``device``, when not the CPU: e.g. ``cuda:0 (NVIDIA H100 ...)``;
-    not identity, so a run may resume on another device, which its ``earlier_versions`` then show)."""
+    not identity, so a run may resume on another device, which its ``earlier_versions`` then show) and ``forward``
+    when the episodes were played ``compiled`` (None: this process's, :func:`played_forward`; a merge passes its
+    parts')."""
     from workbench.models.device import describe_device
 
     out = Path(cfg.out)
@@ -250,7 +252,7 @@ def write_run_config(cfg: RunConfig, device: str | None = None) -> None:
         record["versions"]["beam"] = str(BEAM)  # the constrained decode's (the file keeps strings)
     if device and device != "cpu":
         record["versions"]["device"] = describe_device(device)
-    if played_forward() == "compiled":  # not eager's scores (models.compiled): the run says so (resume checks it)
+    if (forward or played_forward()) == "compiled":  # not eager's scores (models.compiled): the run says so
         record["versions"]["forward"] = "compiled"
     # a run resumed under other versions (a later commit, a package upgrade) keeps those it was played with before
     old = read_config(out).model_dump(exclude_defaults=True) if present(out / CONFIG_FILE) else {}
