@@ -28,6 +28,11 @@ SCIENCEWORLD_RUNS = {f"v2 {label}": f"../runs/scienceworld/v2-slice/{cond}"
 # out by the notebook, named)
 SCIENCEWORLD_TEST_RUNS = {f"v2 {label}": f"../runs/scienceworld/{TRAINED}/{cond}" for label, cond in (
     ("ReAct", "none"), ("ICL", "icl"), ("Traj", "traj"), ("AGMR", "agmr"), ("w/o AGR", "agmr-no-agr"))}
+# ... and the joint ALFWorld + ScienceWorld agent, the one cloned on ScienceWorld's gold paths too, at the same scale
+# (grids/scienceworld_test_joint.yaml; AGMR and w/o AGR join once its refinements exist)
+JOINT = "smollm2-135m-alfworld-scienceworld"
+SCIENCEWORLD_JOINT_RUNS = {f"joint {label}": f"../runs/scienceworld/{JOINT}/{cond}" for label, cond in (
+    ("ReAct", "none"), ("ICL", "icl"), ("Traj", "traj"))}
 # MemArbiter and the proactive agent beside ReAct on test@1 of 9 short types (grids/scienceworld_methods_slice.yaml)
 SCIENCEWORLD_METHOD_RUNS = {label: f"../runs/scienceworld/methods-slice/{cond}" for label, cond in (
     ("ReAct", "none"), ("MemArbiter", "arbiter"), ("proactive", "proactive"))}
@@ -95,6 +100,7 @@ PROFILES: dict[str, dict[str, dict]] = {
         "08_scienceworld": {"split": "test@1", "task_types": ["find-plant", "lifespan-longest-lived"],
                             "max_steps": None, "capture_split": "test@1", "capture_types": ["boil"],
                             "capture_steps": 10, "reference_runs": SCIENCEWORLD_RUNS,
+                            "joint_runs": SCIENCEWORLD_JOINT_RUNS,
                             "method_runs": SCIENCEWORLD_METHOD_RUNS, "refinements": SCIENCEWORLD_REFINEMENTS,
                             "parting_rescores": SCIENCEWORLD_PARTING_RESCORES},
     },
@@ -131,6 +137,7 @@ PROFILES: dict[str, dict[str, dict]] = {
         "08_scienceworld": {"split": "test@1", "task_types": ["find-plant", "lifespan-longest-lived"],
                             "max_steps": None, "capture_split": "test@10", "capture_types": None,
                             "capture_steps": None, "reference_runs": SCIENCEWORLD_TEST_RUNS,
+                            "joint_runs": SCIENCEWORLD_JOINT_RUNS,
                             "method_runs": SCIENCEWORLD_METHOD_RUNS, "refinements": SCIENCEWORLD_REFINEMENTS,
                             "parting_rescores": SCIENCEWORLD_PARTING_RESCORES},
     },
