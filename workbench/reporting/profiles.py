@@ -44,7 +44,9 @@ SCIENCEWORLD_PARTING_RESCORES = {
 SCIENCEWORLD_REFINEMENTS = {
     "AGMR (offline-scienceworld, gold path shown)": f"../runs/scienceworld/{TRAINED}/bases/agmr",
     "w/o AGR (offline-scienceworld, gold path shown)": f"../runs/scienceworld/{TRAINED}/bases/no-agr",
-    "AGMR (served SmolLM2-135M-Instruct)": f"../runs/scienceworld/{TRAINED}/bases/agmr-served"}
+    "AGMR (served SmolLM2-135M-Instruct)": f"../runs/scienceworld/{TRAINED}/bases/agmr-served",
+    "joint agent: AGMR (offline-scienceworld, gold path shown)": f"../runs/scienceworld/{JOINT}/bases/agmr",
+    "joint agent: w/o AGR (offline-scienceworld, gold path shown)": f"../runs/scienceworld/{JOINT}/bases/no-agr"}
 
 PROFILES: dict[str, dict[str, dict]] = {
     "smoke": {
